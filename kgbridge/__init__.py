@@ -1,0 +1,1 @@
+"""kgbridge: carries what a coding session learns out to the knowledge graph (detect, activate, capture, deliver)."""

@@ -1,0 +1,1 @@
+"""ontology: curates ingested artifacts into concepts and evidence-weighed assertions (parse, merge, weigh, store, serve)."""

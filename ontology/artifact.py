@@ -1,0 +1,71 @@
+"""The parsed shape of one ingested artifact: the boundary type everything past parsing works on.
+
+Invariant: an `Artifact` is frozen and fully valid (decoded text, a known kind, a source identity);
+raw dicts and half-valid input never travel past `ontology.parse`.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from dataclasses import dataclass, field
+from typing import Mapping
+
+
+class Kind(enum.Enum):
+    MEMORY = "memory"  # Claude Code auto-memory topic file
+    MEMORY_INDEX = "memory_index"  # MEMORY.md: lines of links, no frontmatter
+    LEDGER = "ledger"  # session-ledger entry
+    DOCUMENT = "document"  # anything else: generic markdown or text
+
+
+class Channel(enum.Enum):
+    """How an artifact reached the backend; recorded as provenance, never used for identity."""
+
+    DROP = "drop"
+    HTTP = "http"
+    CLI = "cli"
+    MCP = "mcp"
+
+
+MEMORY_TYPES = frozenset({"user", "feedback", "project", "reference"})
+
+# Drop-directory names written by the bridge: `<hint>.<sha12>.<original name>`, so the backend can
+# recover the artifact's kind hint and original name (which is part of its source identity).
+DROP_NAME_RE = re.compile(r"^(memory|ledger|document)\.([0-9a-f]{12})\.(.+)$")
+
+
+def split_drop_name(name: str) -> tuple[Kind | None, str]:
+    """(kind hint, original filename) from a drop-directory name; plain names carry no hint."""
+    match = DROP_NAME_RE.match(name)
+    if not match:
+        return None, name
+    return Kind(match.group(1)), match.group(3)
+
+
+def drop_name(hint: Kind, sha256_hex: str, original: str) -> str:
+    return f"{hint.value}.{sha256_hex[:12]}.{original}"
+
+
+class ArtifactRejected(ValueError):
+    """The artifact cannot be ingested; `reason` says why in words a person can act on."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class Artifact:
+    filename: str  # original name (drop prefix removed); part of the source identity
+    sha256: str
+    kind: Kind
+    text: str  # decoded, BOM stripped, newlines normalized to \n
+    body: str
+    frontmatter: Mapping[str, object]
+    source_identity: str  # independent source: versions of one artifact share it
+    timestamp: str | None  # ISO 8601 from the artifact itself, when it states one
+    name: str | None = None
+    description: str | None = None
+    memory_type: str | None = None
+    notes: tuple[str, ...] = field(default=())  # parse warnings (fallbacks used), kept for provenance

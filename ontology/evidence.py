@@ -1,0 +1,160 @@
+"""Dempster–Shafer evidence over the frame {true, false}, and the label it implies (CONTRACT §5).
+
+Each independent source is a simple support function: mass r (its reliability) on {true} when it
+affirms the assertion, on {false} when it denies it, the rest on the whole frame. Sources combine by
+Dempster's rule. Invariant: masses stay in [0, 1] and sum to 1; the label is a function of the
+combined evidence only (see docs/adr/0002-evidence-model.md for why the thresholds hold every
+canonical case whatever mix of source kinds).
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import dataclass
+from typing import Iterable
+
+
+class Label(enum.Enum):
+    AFFIRMATIVE = "AFFIRMATIVE"
+    CONTESTED = "CONTESTED"
+    CONTRADICTORY = "CONTRADICTORY"
+    INSUFFICIENT_DATA = "INSUFFICIENT_DATA"
+
+
+class SourceKind(enum.Enum):
+    USER_MEMORY = "user"
+    FEEDBACK_MEMORY = "feedback"
+    PROJECT_MEMORY = "project"
+    REFERENCE_MEMORY = "reference"
+    MEMORY = "memory"  # a memory file without a recognised type
+    LEDGER = "ledger"
+    DOCUMENT = "document"
+
+
+# Reliability by source kind: what a person told the agent outranks what the agent wrote down about
+# the project, which outranks a session log, which outranks an arbitrary document. The band is kept
+# narrow (0.60-0.70) on purpose: with weights w = -ln(1 - r) its max/min ratio is 1.31, small enough
+# that the count-based canonical cases of CONTRACT §5 hold for ANY mix of kinds (ADR 0002).
+RELIABILITY: dict[SourceKind, float] = {
+    SourceKind.USER_MEMORY: 0.70,
+    SourceKind.FEEDBACK_MEMORY: 0.70,
+    SourceKind.PROJECT_MEMORY: 0.67,
+    SourceKind.REFERENCE_MEMORY: 0.67,
+    SourceKind.MEMORY: 0.66,
+    SourceKind.LEDGER: 0.64,
+    SourceKind.DOCUMENT: 0.60,
+}
+# One source tops out at 0.70; two of the weakest reach 1 - 0.4^2 = 0.84. 0.80 sits between, so one
+# source is never enough and two always are.
+AFFIRM_THRESHOLD = 0.80
+# "Clear majority": one side's weight of evidence at least 2.1x the other's. With the band above,
+# 1:3 is at least 2.28x and 2:3 at most 1.97x, so 1:3 is a majority and 2:3 is not.
+MAJORITY_RATIO = 2.1
+
+
+@dataclass(frozen=True)
+class Mass:
+    """A mass function on {true, false}: m({T}), m({F}), m(Θ); `empty` is unnormalized conflict."""
+
+    true: float
+    false: float
+    theta: float
+    empty: float = 0.0
+
+    @staticmethod
+    def vacuous() -> "Mass":
+        return Mass(0.0, 0.0, 1.0)
+
+    @staticmethod
+    def support(stance: int, reliability: float) -> "Mass":
+        if not 0.0 <= reliability < 1.0:
+            raise ValueError(f"reliability must be in [0, 1), got {reliability}")
+        if stance > 0:
+            return Mass(reliability, 0.0, 1.0 - reliability)
+        if stance < 0:
+            return Mass(0.0, reliability, 1.0 - reliability)
+        raise ValueError("stance must be +1 or -1")
+
+
+def conjunctive(a: Mass, b: Mass) -> Mass:
+    """Unnormalized (TBM) conjunctive combination; conflict accumulates in `empty`."""
+    true = a.true * b.true + a.true * b.theta + a.theta * b.true
+    false = a.false * b.false + a.false * b.theta + a.theta * b.false
+    theta = a.theta * b.theta
+    empty = a.empty + b.empty - a.empty * b.empty + a.true * b.false + a.false * b.true
+    return Mass(true, false, theta, empty)
+
+
+def dempster(a: Mass, b: Mass) -> Mass:
+    """Dempster's rule: conjunctive combination renormalized away from the empty set."""
+    joint = conjunctive(Mass(a.true, a.false, a.theta), Mass(b.true, b.false, b.theta))
+    scale = 1.0 - joint.empty
+    if scale <= 0.0:
+        raise ValueError("total conflict (K = 1): Dempster's rule is undefined")
+    return Mass(joint.true / scale, joint.false / scale, joint.theta / scale)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    label: Label
+    belief: float  # Bel(true)
+    plausibility: float  # Pl(true) = 1 - Bel(false)
+    conflict: float  # K: mass the sources put on contradictory conclusions before normalizing
+    support_for: float  # combined mass of the affirming sources alone
+    support_against: float  # combined mass of the denying sources alone
+    n_for: int
+    n_against: int
+
+
+def _side(reliabilities: list[float]) -> float:
+    """Combined mass of same-direction simple supports: 1 - Π(1 - r)."""
+    return 1.0 - math.prod(1.0 - r for r in reliabilities)
+
+
+def _weight(support: float) -> float:
+    """Shafer's weight of evidence, -ln(1 - s): additive across same-direction sources."""
+    return -math.log1p(-support)
+
+
+def label_for(support_for: float, support_against: float) -> Label:
+    if support_against == 0.0:
+        return Label.AFFIRMATIVE if support_for >= AFFIRM_THRESHOLD else Label.INSUFFICIENT_DATA
+    if support_for == 0.0:
+        return Label.CONTRADICTORY if support_against >= AFFIRM_THRESHOLD else Label.INSUFFICIENT_DATA
+    ratio = _weight(support_against) / _weight(support_for)
+    if ratio >= MAJORITY_RATIO:
+        return Label.CONTRADICTORY
+    if 1.0 / ratio >= MAJORITY_RATIO:
+        return Label.AFFIRMATIVE
+    return Label.CONTESTED
+
+
+def weigh(evidence: Iterable[tuple[int, float]]) -> Verdict:
+    """Combine (stance, reliability) pairs, one per independent source, into a verdict."""
+    items = list(evidence)
+    pros = [r for stance, r in items if stance > 0]
+    cons = [r for stance, r in items if stance < 0]
+    combined, conflict = combine_all(Mass.support(stance, r) for stance, r in items)
+    support_for, support_against = _side(pros), _side(cons)
+    return Verdict(
+        label=label_for(support_for, support_against),
+        belief=combined.true,
+        plausibility=combined.true + combined.theta,
+        conflict=conflict,
+        support_for=support_for,
+        support_against=support_against,
+        n_for=len(pros),
+        n_against=len(cons),
+    )
+
+
+def combine_all(masses: Iterable[Mass]) -> tuple[Mass, float]:
+    """Dempster-combine any number of masses; returns (combined, total conflict K)."""
+    joint = Mass.vacuous()
+    for mass in masses:
+        joint = conjunctive(joint, mass)
+    scale = 1.0 - joint.empty
+    if scale <= 0.0:
+        raise ValueError("total conflict (K = 1)")
+    return Mass(joint.true / scale, joint.false / scale, joint.theta / scale), joint.empty

@@ -1,0 +1,232 @@
+"""Deterministic extraction: an `Artifact` becomes concepts, statements and relations. No LLM.
+
+Invariant: pure and order-preserving; the same artifact always yields the same extraction. Which
+existing concept a ledger or document statement belongs to is left to the store, which knows the
+graph: a statement carries the concept keys it mentions, in order, and a fallback section concept.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+from slugify import slugify
+
+from ontology.artifact import Artifact, Kind
+from ontology.normalize import Proposition, clean_markup, fact_proposition, proposition
+
+# Statements longer than this are prose dumps, not claims; shorter than this are fragments.
+MAX_STATEMENT_CHARS = 400
+MIN_STATEMENT_CHARS = 3
+# Bounded work per artifact whatever the input: a file of thousands of bullets keeps its first N.
+MAX_STATEMENTS = 1000
+MAX_CONCEPT_KEY = 64
+# Labels that introduce sections or rationale; `Why: ...` is not a fact "why is ...".
+SECTION_LABELS = frozenset(
+    {"why", "how to apply", "key decisions", "open threads", "decisions", "next steps", "notes", "note",
+     "context", "summary", "example", "examples", "todo", "status", "outcome", "rationale", "because"}
+)
+MAX_FACT_KEY_WORDS = 4
+MAX_FACT_VALUE_WORDS = 6
+_MENTION_NGRAM = 4
+
+_HEADING_RE = re.compile(r"^#{1,6}\s+(.*?)\s*#*\s*$")
+_LABEL_ONLY_RE = re.compile(r"^\s*(?:[*_]{1,2})?([A-Za-z][\w \-/']{0,40}?)(?:[*_]{1,2})?:(?:[*_]{1,2})?\s*$")
+_LABEL_PREFIX_RE = re.compile(r"^\s*(?:[*_]{2})([^*_:]{1,40}):(?:[*_]{2})\s+|^\s*(?:[*_]{2})([^*_:]{1,40})(?:[*_]{2}):\s+")
+_FACT_RE = re.compile(r"^([A-Za-z][\w \-/.]{0,60}?):\s+(\S.*)$")
+_BULLET_RE = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
+_SENTENCE_SPLIT_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9`*\"'(\[])")
+_MD_LINK_RE = re.compile(r"\[([^\]]*)\]\(([^)\s]+)\)")
+_WIKILINK_RE = re.compile(r"\[\[([^\]|#]+)(?:[#|][^\]]*)?\]\]")
+_INDEX_LINE_RE = re.compile(r"^\s*[-*+]\s*\[([^\]]+)\]\(([^)\s]+)\)\s*(?:[-\u2013\u2014:]+\s*(.*))?$")
+
+
+@dataclass(frozen=True)
+class ConceptDecl:
+    key: str
+    name: str
+    type: str
+    title: str | None = None
+    description: str | None = None
+    authoritative: bool = True  # False for hints (index lines, section names) that never overwrite
+
+
+@dataclass(frozen=True)
+class Statement:
+    text: str  # display form, markup removed
+    proposition: Proposition
+    concept: str  # fallback concept key
+    mentions: tuple[str, ...] = ()  # concept keys named in the statement, in order; first known wins
+
+
+@dataclass(frozen=True)
+class Relation:
+    src: str
+    dst: str
+    kind: str  # "link" | "wikilink"
+
+
+@dataclass(frozen=True)
+class Extraction:
+    concepts: tuple[ConceptDecl, ...]
+    statements: tuple[Statement, ...]
+    relations: tuple[Relation, ...]
+    truncated: bool = False
+
+
+def concept_key(text: str) -> str:
+    return slugify(text, max_length=MAX_CONCEPT_KEY, word_boundary=True) or "untitled"
+
+
+def _link_target_key(target: str) -> str | None:
+    """Concept key for a link to another memory file; None for URLs and anchors."""
+    if "://" in target or target.startswith(("#", "mailto:")):
+        return None
+    stem = PurePosixPath(target.split("#", 1)[0]).stem
+    return concept_key(stem) if stem else None
+
+
+def _mentions(text: str) -> tuple[str, ...]:
+    """Candidate concept keys: wikilinks and links first, then word n-grams as slugs."""
+    found: list[str] = [concept_key(m) for m in _WIKILINK_RE.findall(text)]
+    found += [k for _, t in _MD_LINK_RE.findall(text) if (k := _link_target_key(t))]
+    words = concept_key(clean_markup(text)).split("-")
+    for size in range(_MENTION_NGRAM, 0, -1):
+        for i in range(len(words) - size + 1):
+            gram = "-".join(words[i : i + size])
+            if size > 1 or len(gram) >= 4:
+                found.append(gram)
+    return tuple(dict.fromkeys(found))
+
+
+def _relations(src: str, text: str) -> list[Relation]:
+    rels = [Relation(src, concept_key(t), "wikilink") for t in _WIKILINK_RE.findall(text)]
+    rels += [Relation(src, k, "link") for _, t in _MD_LINK_RE.findall(text) if (k := _link_target_key(t))]
+    return [r for r in rels if r.dst != src]
+
+
+def _statement_from_line(line: str) -> tuple[str, Proposition] | None:
+    """One bullet or sentence to (display text, proposition); facts are read as "key is value"."""
+    prefix = _LABEL_PREFIX_RE.match(line)
+    if prefix:
+        line = line[prefix.end() :]
+    text = clean_markup(line).rstrip(" .;")
+    if not MIN_STATEMENT_CHARS <= len(text) <= MAX_STATEMENT_CHARS:
+        return None
+    fact = _FACT_RE.match(text)
+    if fact:
+        key, value = fact.group(1).strip(), fact.group(2).strip()
+        if key.lower() in SECTION_LABELS:
+            text = value
+        elif len(key.split()) <= MAX_FACT_KEY_WORDS and len(value.split()) <= MAX_FACT_VALUE_WORDS:
+            prop = fact_proposition(key, value)
+            return (text, prop) if prop else None
+    prop = proposition(text)
+    return (text, prop) if prop else None
+
+
+def _body_units(body: str) -> list[tuple[str | None, str]]:
+    """(section, unit) pairs: bullets and sentences, with the heading or label they sit under."""
+    units: list[tuple[str | None, str]] = []
+    section: str | None = None
+    paragraph: list[str] = []
+    in_code = False
+
+    def flush() -> None:
+        if paragraph:
+            for sentence in _SENTENCE_SPLIT_RE.split(" ".join(paragraph)):
+                units.append((section, sentence))
+            paragraph.clear()
+
+    for raw in body.split("\n"):
+        line = raw.rstrip()
+        if line.lstrip().startswith(("```", "~~~")):
+            flush()
+            in_code = not in_code
+            continue
+        if in_code or line.lstrip().startswith(("|", ">", "<!--")):
+            continue
+        if not line.strip():
+            flush()
+            continue
+        heading = _HEADING_RE.match(line)
+        label = _LABEL_ONLY_RE.match(line) if not heading else None
+        if heading or label:
+            flush()
+            section = clean_markup((heading or label).group(1)) or section
+            continue
+        if _BULLET_RE.match(line):
+            flush()
+            units.append((section, line))
+        elif raw[:1] in (" ", "\t") and units and not paragraph:
+            units[-1] = (units[-1][0], units[-1][1] + " " + line.strip())  # bullet continuation
+        else:
+            paragraph.append(line.strip())
+    flush()
+    return units
+
+
+def _statements(units: list[tuple[str | None, str]], fixed_concept: str | None, default: str) -> tuple[list[Statement], bool]:
+    out: list[Statement] = []
+    for section, unit in units:
+        parsed = _statement_from_line(unit)
+        if parsed is None:
+            continue
+        if len(out) >= MAX_STATEMENTS:
+            return out, True
+        text, prop = parsed
+        if fixed_concept is not None:
+            out.append(Statement(text, prop, fixed_concept))
+        else:
+            concept = concept_key(section) if section else default
+            out.append(Statement(text, prop, concept, _mentions(unit)))
+    return out, False
+
+
+def _memory(artifact: Artifact) -> Extraction:
+    key = concept_key(artifact.name or PurePosixPath(artifact.filename).stem)
+    decl = ConceptDecl(key, artifact.name or key, artifact.memory_type or "memory",
+                       title=artifact.name, description=artifact.description)
+    units: list[tuple[str | None, str]] = []
+    if artifact.description:
+        units.append((None, artifact.description))
+    units += _body_units(artifact.body)
+    statements, truncated = _statements(units, key, key)
+    return Extraction((decl,), tuple(statements), tuple(_relations(key, artifact.body)), truncated)
+
+
+def _memory_index(artifact: Artifact) -> Extraction:
+    concepts: list[ConceptDecl] = []
+    relations: list[Relation] = []
+    for line in artifact.body.split("\n"):
+        match = _INDEX_LINE_RE.match(line)
+        if not match or not (key := _link_target_key(match.group(2))):
+            continue
+        hook = clean_markup(match.group(3) or "") or None
+        concepts.append(ConceptDecl(key, key, "memory", title=clean_markup(match.group(1)), description=hook,
+                                    authoritative=False))
+        relations += _relations(key, match.group(3) or "")
+    return Extraction(tuple(concepts), (), tuple(relations))
+
+
+def _sectioned(artifact: Artifact, default: str, default_type: str) -> Extraction:
+    units = _body_units(artifact.body)
+    statements, truncated = _statements(units, None, default)
+    sections = dict.fromkeys(s.concept for s in statements)
+    concepts = tuple(ConceptDecl(key, key, default_type if key == default else "section", authoritative=False)
+                     for key in sections)
+    relations = tuple(r for s in statements for r in _relations(s.concept, s.text))
+    return Extraction(concepts, tuple(statements), relations, truncated)
+
+
+def extract(artifact: Artifact) -> Extraction:
+    if artifact.kind is Kind.MEMORY:
+        return _memory(artifact)
+    if artifact.kind is Kind.MEMORY_INDEX:
+        return _memory_index(artifact)
+    if artifact.kind is Kind.LEDGER:
+        return _sectioned(artifact, "session-notes", "ledger")
+    if artifact.kind is Kind.DOCUMENT:
+        return _sectioned(artifact, concept_key(PurePosixPath(artifact.filename).stem), "document")
+    raise AssertionError(f"unhandled kind {artifact.kind}")

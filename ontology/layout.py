@@ -1,0 +1,95 @@
+"""Where an ontology lives on disk (CONTRACT §2), and the checks that keep outside names inside it.
+
+Invariant: every path this module returns for a slug or a filename that came from outside lies
+below `<root>/ontology/`; a name that could escape (separators, `..`, NUL, control characters)
+raises `UnsafeName` instead. Standard library only: the hook imports this module.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT_ENV = "KG_KNOWLEDGE_ROOT"
+DEFAULT_ROOT = "~/Knowledge"
+
+# CONTRACT §2: slugs are [a-z0-9-], at most 64 characters.
+SLUG_RE = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$")
+# Filenames from outside: one path component, printable, not hidden-by-accident, bounded length.
+MAX_FILENAME = 200
+_BAD_FILENAME_CHARS = re.compile(r"[\x00-\x1f\x7f/\\]")
+
+
+class UnsafeName(ValueError):
+    """A slug or filename from outside that could escape the ontology folder or is malformed."""
+
+
+def knowledge_root(explicit: str | os.PathLike[str] | None = None) -> Path:
+    """The knowledge root: the explicit value, else $KG_KNOWLEDGE_ROOT, else ~/Knowledge."""
+    raw = explicit if explicit is not None else os.environ.get(ROOT_ENV) or DEFAULT_ROOT
+    return Path(raw).expanduser()
+
+
+def validate_slug(slug: str) -> str:
+    if not isinstance(slug, str) or not SLUG_RE.match(slug):
+        raise UnsafeName(f"invalid ontology slug {slug!r}: expected [a-z0-9-], 1-64 chars")
+    return slug
+
+
+def validate_filename(name: str) -> str:
+    """Accept a single, plain path component; refuse anything that names a directory or escapes."""
+    if not isinstance(name, str) or not name or name in {".", ".."}:
+        raise UnsafeName(f"invalid filename {name!r}")
+    if _BAD_FILENAME_CHARS.search(name):
+        raise UnsafeName(f"invalid filename {name!r}: path separators or control characters")
+    if len(name.encode("utf-8", "surrogatepass")) > MAX_FILENAME:
+        raise UnsafeName(f"filename longer than {MAX_FILENAME} bytes")
+    return name
+
+
+@dataclass(frozen=True)
+class OntologyPaths:
+    """The folders and files of one ontology below `<root>/ontology/<slug>/`."""
+
+    root: Path
+    slug: str
+
+    @property
+    def base(self) -> Path:
+        return self.root / "ontology" / self.slug
+
+    @property
+    def ingest(self) -> Path:
+        return self.base / "ingest"
+
+    @property
+    def archive(self) -> Path:
+        return self.base / "archive"
+
+    @property
+    def rejected(self) -> Path:
+        return self.base / "rejected"
+
+    @property
+    def database(self) -> Path:
+        return self.base / "graph.db"
+
+    @property
+    def lock(self) -> Path:
+        return self.base / ".writer.lock"
+
+
+def ontology_paths(root: Path, slug: str) -> OntologyPaths:
+    return OntologyPaths(root=Path(root), slug=validate_slug(slug))
+
+
+def list_ontologies(root: Path) -> list[str]:
+    """Slugs of ontologies that have a folder under `<root>/ontology/`, sorted."""
+    parent = Path(root) / "ontology"
+    try:
+        entries = sorted(p.name for p in parent.iterdir() if p.is_dir())
+    except FileNotFoundError:
+        return []
+    return [name for name in entries if SLUG_RE.match(name)]

@@ -1,0 +1,205 @@
+"""Parse raw artifact bytes into a valid `Artifact`, or reject them with a reason.
+
+Invariant: parsing never raises anything but `ArtifactRejected` for bad input. Frontmatter is read
+defensively: BOM, CRLF, a missing closing `---` and malformed YAML fall back to a line-based read;
+YAML that expands explosively or nests deeply is refused, never evaluated.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from datetime import datetime
+from pathlib import PurePosixPath
+from typing import Any, Mapping
+
+import frontmatter
+import yaml
+from frontmatter.default_handlers import YAMLHandler
+
+from ontology.artifact import MEMORY_TYPES, Artifact, ArtifactRejected, Kind, split_drop_name
+
+# Far above any real memory file or ledger entry (those are a few KiB), low enough that one
+# artifact cannot stall the single writer or bloat the archive.
+MAX_ARTIFACT_BYTES = 1024 * 1024
+# An agent's frontmatter never needs anchors; a handful allows hand-written YAML, more is a bomb.
+MAX_YAML_ALIASES = 16
+# Real frontmatter nests two levels (`metadata:`); 20 leaves room while refusing pathological input.
+MAX_YAML_DEPTH = 20
+# Share of control characters above which decoded text is treated as binary.
+MAX_CONTROL_RATIO = 0.05
+
+LEDGER_NAME_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{4}Z_e\d+\.md$", re.IGNORECASE)
+_FM_CLOSE_RE = re.compile(r"^(?:---|\.\.\.)[ \t]*$", re.MULTILINE)
+_KV_LINE_RE = re.compile(r"^([A-Za-z_][\w\- ]{0,40}):(?:[ \t]+(.*))?$")
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """SafeLoader that refuses alias bombs and deep nesting while composing, before building."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._aliases = 0
+        self._depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:  # noqa: D401 - PyYAML hook
+        if self.check_event(yaml.AliasEvent):
+            self._aliases += 1
+            if self._aliases > MAX_YAML_ALIASES:
+                raise ArtifactRejected(
+                    f"frontmatter YAML uses more than {MAX_YAML_ALIASES} aliases (alias bomb refused)"
+                )
+        self._depth += 1
+        try:
+            if self._depth > MAX_YAML_DEPTH:
+                raise ArtifactRejected(f"frontmatter YAML nests deeper than {MAX_YAML_DEPTH} levels")
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+
+class _BoundedYAMLHandler(YAMLHandler):
+    def load(self, fm: str, **kwargs: object) -> Any:
+        return yaml.load(fm, Loader=_BoundedLoader)  # noqa: S506 - SafeLoader subclass
+
+
+def decode(data: bytes) -> str:
+    """Bytes to normalized text, or `ArtifactRejected` for what cannot be a text artifact."""
+    if len(data) > MAX_ARTIFACT_BYTES:
+        raise ArtifactRejected(f"artifact is {len(data)} bytes, over the {MAX_ARTIFACT_BYTES}-byte limit")
+    if b"\x00" in data:
+        raise ArtifactRejected("artifact contains NUL bytes (binary content is not ingested)")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ArtifactRejected(f"artifact is not valid UTF-8 (byte {exc.start})") from None
+    text = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
+    controls = sum(1 for ch in text if ord(ch) < 32 and ch not in "\n\t\f")
+    if text and controls / len(text) > MAX_CONTROL_RATIO:
+        raise ArtifactRejected("artifact looks binary (too many control characters)")
+    if not text.strip():
+        raise ArtifactRejected("artifact is empty: nothing to ingest")
+    return text
+
+
+def _line_based(block: str) -> dict[str, object]:
+    """Read `key: value` lines (one nested level for `metadata:`) when YAML itself fails."""
+    result: dict[str, object] = {}
+    nested: dict[str, object] | None = None
+    for raw in block.split("\n"):
+        if not raw.strip() or raw.lstrip().startswith("#"):
+            continue
+        indented = raw[:1] in (" ", "\t")
+        match = _KV_LINE_RE.match(raw.strip())
+        if not match:
+            continue
+        key, value = match.group(1).strip(), (match.group(2) or "").strip()
+        value = value.strip("\"'") if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'" else value
+        if indented and nested is not None:
+            nested[key] = value
+        elif not value:
+            nested = {}
+            result[key] = nested
+        else:
+            nested = None
+            result[key] = value
+    return result
+
+
+def split_frontmatter(text: str) -> tuple[dict[str, object], str, tuple[str, ...]]:
+    """(frontmatter, body, notes). Refusals (bombs, depth) propagate as `ArtifactRejected`."""
+    if not text.startswith("---") or text[3:4] not in ("\n", " ", "\t", ""):
+        return {}, text, ()
+    first_break = text.find("\n")
+    if first_break < 0:
+        return {}, "", ("frontmatter opened but file ends",)
+    close = _FM_CLOSE_RE.search(text, first_break + 1)
+    if close is None:
+        # No closing `---`: the leading run of key: value lines is the frontmatter, the rest body.
+        lines = text[first_break + 1 :].split("\n")
+        cut = 0
+        while cut < len(lines) and (_KV_LINE_RE.match(lines[cut].strip()) or lines[cut][:1] in (" ", "\t")):
+            cut += 1
+        meta = _line_based("\n".join(lines[:cut]))
+        return meta, "\n".join(lines[cut:]).strip("\n"), ("frontmatter has no closing ---; read line by line",)
+    block = text[first_break + 1 : close.start()]
+    body = text[close.end() :].lstrip("\n")
+    try:
+        meta, _ = frontmatter.parse("---\n" + block + "\n---\n", handler=_BoundedYAMLHandler())
+    except ArtifactRejected:
+        raise
+    except Exception:  # noqa: BLE001 - any YAML error means "not YAML"; fall back, never fail
+        return _line_based(block), body, ("frontmatter is not valid YAML; read line by line",)
+    if not isinstance(meta, dict):
+        return _line_based(block), body, ("frontmatter is not a mapping; read line by line",)
+    return dict(meta), body, ()
+
+
+def _text_field(value: object) -> str | None:
+    """Frontmatter values arrive with any type; keep scalars as trimmed text, drop the rest."""
+    if value is None or isinstance(value, (dict, list, tuple, set)):
+        return None
+    if isinstance(value, datetime):
+        return value.isoformat()
+    text = str(value).strip()
+    return text or None
+
+
+def _field(meta: Mapping[str, object], key: str) -> str | None:
+    """A key from the flat shape, else from the nested `metadata:` shape."""
+    if key in meta:
+        return _text_field(meta[key])
+    nested = meta.get("metadata")
+    if isinstance(nested, Mapping) and key in nested:
+        return _text_field(nested[key])
+    return None
+
+
+def classify(filename: str, meta: Mapping[str, object], hint: Kind | None) -> Kind:
+    if filename.lower() == "memory.md" and not meta:
+        return Kind.MEMORY_INDEX
+    if hint is Kind.LEDGER or ((_field(meta, "session") and (_field(meta, "epoch") or _field(meta, "phase")))):
+        return Kind.LEDGER
+    if LEDGER_NAME_RE.match(filename) and _field(meta, "session"):
+        return Kind.LEDGER
+    memory_type = (_field(meta, "type") or "").lower()
+    if hint is Kind.MEMORY or memory_type in MEMORY_TYPES or (_field(meta, "name") and _field(meta, "description")):
+        return Kind.MEMORY
+    return Kind.DOCUMENT
+
+
+def source_identity(kind: Kind, ontology: str, filename: str, meta: Mapping[str, object]) -> str:
+    """The independent source an artifact speaks for (CONTRACT §5: versions are one source)."""
+    if kind is Kind.LEDGER:
+        session = _field(meta, "session") or PurePosixPath(filename).stem
+        return f"ledger:{session}#{_field(meta, 'epoch') or '0'}"
+    if kind in (Kind.MEMORY, Kind.MEMORY_INDEX):
+        return f"memory:{ontology}/{filename}"
+    return f"document:{filename}"
+
+
+def parse_artifact(ontology: str, filename: str, data: bytes) -> Artifact:
+    """Decode, split frontmatter, classify. Raises `ArtifactRejected` with a reason on bad input."""
+    hint, original = split_drop_name(filename)
+    text = decode(data)
+    meta, body, notes = split_frontmatter(text)
+    kind = classify(original, meta, hint)
+    if kind is Kind.MEMORY_INDEX and meta:
+        kind = Kind.DOCUMENT
+    memory_type = (_field(meta, "type") or "").lower() or None
+    if memory_type not in MEMORY_TYPES:
+        memory_type = None
+    return Artifact(
+        filename=original,
+        sha256=hashlib.sha256(data).hexdigest(),
+        kind=kind,
+        text=text,
+        body=body,
+        frontmatter=meta,
+        source_identity=source_identity(kind, ontology, original, meta),
+        timestamp=_field(meta, "modified") or _field(meta, "timestamp") or _field(meta, "date"),
+        name=_field(meta, "name"),
+        description=_field(meta, "description"),
+        memory_type=memory_type,
+        notes=notes,
+    )

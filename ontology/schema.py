@@ -1,0 +1,88 @@
+"""The SQLite schema of one ontology's graph, and how connections to it are opened.
+
+Invariant: the database is a derived view of the archive (`kgbridge rebuild` regenerates it), so the
+schema carries a version and an incompatible file is rebuilt, never migrated by hand. WAL mode lets
+readers see a consistent snapshot while the single writer works.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+SCHEMA_VERSION = 1
+# A writer holding the lock is normal (one artifact at a time); wait for it rather than fail.
+BUSY_TIMEOUT_MS = 30_000
+
+DDL = """
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS sources(
+  id INTEGER PRIMARY KEY, identity TEXT UNIQUE NOT NULL, kind TEXT NOT NULL,
+  reliability REAL NOT NULL, current_artifact INTEGER, current_ts TEXT);
+CREATE TABLE IF NOT EXISTS artifacts(
+  id INTEGER PRIMARY KEY, sha256 TEXT NOT NULL, source_id INTEGER NOT NULL REFERENCES sources(id),
+  filename TEXT NOT NULL, kind TEXT NOT NULL, channel TEXT NOT NULL, version INTEGER NOT NULL,
+  timestamp TEXT NOT NULL, received_at TEXT NOT NULL, notes TEXT NOT NULL DEFAULT '',
+  UNIQUE(source_id, sha256));
+CREATE INDEX IF NOT EXISTS artifacts_sha ON artifacts(sha256);
+CREATE TABLE IF NOT EXISTS concepts(
+  id INTEGER PRIMARY KEY, key TEXT UNIQUE NOT NULL, name TEXT NOT NULL, type TEXT NOT NULL,
+  title TEXT, description TEXT, authoritative INTEGER NOT NULL DEFAULT 0,
+  created_at TEXT NOT NULL, updated_at TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS assertions(
+  id INTEGER PRIMARY KEY, concept_id INTEGER NOT NULL REFERENCES concepts(id), key TEXT UNIQUE NOT NULL,
+  text TEXT NOT NULL, polarity INTEGER NOT NULL, tokens TEXT NOT NULL, slot TEXT, value TEXT,
+  created_at TEXT NOT NULL, updated_at TEXT NOT NULL,
+  status TEXT NOT NULL DEFAULT 'INSUFFICIENT_DATA', belief REAL NOT NULL DEFAULT 0,
+  plausibility REAL NOT NULL DEFAULT 1, conflict REAL NOT NULL DEFAULT 0,
+  n_for INTEGER NOT NULL DEFAULT 0, n_against INTEGER NOT NULL DEFAULT 0);
+CREATE INDEX IF NOT EXISTS assertions_concept ON assertions(concept_id);
+CREATE INDEX IF NOT EXISTS assertions_slot ON assertions(slot) WHERE slot IS NOT NULL;
+CREATE INDEX IF NOT EXISTS assertions_status ON assertions(status);
+CREATE TABLE IF NOT EXISTS lsh(band INTEGER NOT NULL, hash INTEGER NOT NULL, assertion_id INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS lsh_lookup ON lsh(band, hash);
+-- Current stance of each source on each assertion, as the source stated it (+1 / -1 relative to the
+-- polarity-free proposition key). One row per source: versions of one artifact are one source.
+CREATE TABLE IF NOT EXISTS stances(
+  assertion_id INTEGER NOT NULL, source_id INTEGER NOT NULL, stance INTEGER NOT NULL,
+  artifact_id INTEGER NOT NULL, text TEXT NOT NULL, PRIMARY KEY(assertion_id, source_id)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS stances_source ON stances(source_id);
+-- Every observation ever made, append-only: stance 0 records a withdrawal by a later version.
+CREATE TABLE IF NOT EXISTS stance_history(
+  id INTEGER PRIMARY KEY, assertion_id INTEGER NOT NULL, source_id INTEGER NOT NULL,
+  artifact_id INTEGER NOT NULL, stance INTEGER NOT NULL, text TEXT NOT NULL, timestamp TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS history_assertion ON stance_history(assertion_id);
+CREATE TABLE IF NOT EXISTS relations(
+  src TEXT NOT NULL, dst TEXT NOT NULL, kind TEXT NOT NULL, source_id INTEGER NOT NULL,
+  PRIMARY KEY(src, dst, kind, source_id)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS relations_dst ON relations(dst);
+CREATE VIRTUAL TABLE IF NOT EXISTS concepts_fts USING fts5(key, name, title, description, tokenize='porter unicode61');
+CREATE VIRTUAL TABLE IF NOT EXISTS assertions_fts USING fts5(text, tokenize='porter unicode61');
+"""
+
+
+class SchemaMismatch(RuntimeError):
+    """The database was written by another schema version; rebuild it from the archive."""
+
+
+def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
+    """Open the graph. Readers get a read-only connection that never takes the write lock."""
+    if readonly:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_MS / 1000,
+                               check_same_thread=False)
+    else:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
+                               check_same_thread=False)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable across app crashes
+        conn.executescript(DDL)
+        row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        if row is None:
+            conn.execute("INSERT INTO meta(key, value) VALUES('schema_version', ?)", (str(SCHEMA_VERSION),))
+        elif int(row[0]) != SCHEMA_VERSION:
+            conn.close()
+            raise SchemaMismatch(f"{path} has schema {row[0]}, expected {SCHEMA_VERSION}; run kgbridge rebuild")
+    conn.row_factory = sqlite3.Row
+    conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+    return conn

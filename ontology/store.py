@@ -1,0 +1,256 @@
+"""The single writer of one ontology's graph: applies an artifact's extraction in one transaction.
+
+Invariants: all or nothing per artifact (BEGIN IMMEDIATE ... COMMIT); a source holds one current
+stance per assertion (a newer version replaces it, an older one arriving late only joins history);
+every observation and withdrawal is kept in `stance_history`; labels are recomputed for every
+assertion whose evidence changed, including exclusive alternatives in the same slot. Values written
+come from the artifact and its archive record only, never the wall clock, so a rebuild is identical.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from ontology import minhash, queries
+from ontology.artifact import Artifact, Kind
+from ontology.evidence import RELIABILITY, SourceKind, weigh
+from ontology.extract import ConceptDecl, Extraction, Statement
+
+# Jaccard over stemmed content tokens at or above which two wordings are one proposition. 0.7 merges
+# rewordings that add or drop one content word in four ("hit the real database in tests" / "tests
+# hit a real database"), and keeps apart ones that swap a content word ("unit" vs "integration").
+NEAR_DUPLICATE_JACCARD = 0.7
+MIN_NEAR_DUPLICATE_TOKENS = 3  # shorter statements match only exactly: too little to compare
+CANDIDATES_PER_BAND = 50  # keeps the lookup flat when a band is crowded
+# Which concept owns an assertion that several concepts state: a memory file over a document over a
+# ledger section, so a topic file shows what its own memory says.
+_OWNER_RANK = {"section": 1, "ledger": 1, "document": 2}
+
+
+@dataclass(frozen=True)
+class Applied:
+    artifact_id: int
+    version: int
+    current: bool  # False when an older version arrived after a newer one
+    assertions: int  # statements applied
+    touched: int  # assertions re-weighed
+
+
+def normalize_ts(value: str | None, fallback: str) -> str:
+    """An ISO timestamp in UTC with fixed width, so that string order is time order."""
+    for candidate in (value, fallback):
+        if not candidate:
+            continue
+        try:
+            parsed = datetime.fromisoformat(candidate.strip().replace("Z", "+00:00"))
+        except ValueError:
+            continue
+        if parsed.tzinfo is None:
+            parsed = parsed.replace(tzinfo=timezone.utc)
+        return parsed.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return fallback
+
+
+def source_kind(artifact: Artifact) -> SourceKind:
+    if artifact.kind is Kind.LEDGER:
+        return SourceKind.LEDGER
+    if artifact.kind is Kind.DOCUMENT:
+        return SourceKind.DOCUMENT
+    if artifact.kind in (Kind.MEMORY, Kind.MEMORY_INDEX):
+        return SourceKind(artifact.memory_type) if artifact.memory_type else SourceKind.MEMORY
+    raise AssertionError(f"unhandled kind {artifact.kind}")
+
+
+def _owner_rank(concept_type: str) -> int:
+    return _OWNER_RANK.get(concept_type, 3)
+
+
+class GraphWriter:
+    """Owns the write connection; callers serialize through the ontology's writer lock."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def seen(self, identity: str, sha256: str) -> bool:
+        return self.conn.execute(
+            "SELECT 1 FROM artifacts a JOIN sources s ON s.id=a.source_id WHERE s.identity=? AND a.sha256=?",
+            (identity, sha256)).fetchone() is not None
+
+    def apply(self, artifact: Artifact, extraction: Extraction, channel: str, received_at: str) -> Applied:
+        conn = self.conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            result = self._apply(artifact, extraction, channel, received_at)
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+        return result
+
+    # -- steps, all inside the transaction ------------------------------------------------------
+
+    def _apply(self, artifact: Artifact, extraction: Extraction, channel: str, received_at: str) -> Applied:
+        conn = self.conn
+        ts = normalize_ts(artifact.timestamp, received_at)
+        kind = source_kind(artifact)
+        conn.execute("INSERT OR IGNORE INTO sources(identity, kind, reliability) VALUES(?,?,?)",
+                     (artifact.source_identity, kind.value, RELIABILITY[kind]))
+        source_id, current_ts = conn.execute(
+            "SELECT id, current_ts FROM sources WHERE identity=?", (artifact.source_identity,)).fetchone()
+        version = conn.execute("SELECT count(*) + 1 FROM artifacts WHERE source_id=?", (source_id,)).fetchone()[0]
+        artifact_id = conn.execute(
+            "INSERT INTO artifacts(sha256, source_id, filename, kind, channel, version, timestamp, received_at, notes)"
+            " VALUES(?,?,?,?,?,?,?,?,?)",
+            (artifact.sha256, source_id, artifact.filename, artifact.kind.value, channel, version, ts, received_at,
+             "; ".join(artifact.notes + (("statements truncated",) if extraction.truncated else ())))).lastrowid
+        current = current_ts is None or ts >= current_ts
+
+        if artifact.kind in (Kind.MEMORY, Kind.MEMORY_INDEX):
+            for decl in extraction.concepts:  # ledger and document sections appear only when used
+                self._upsert_concept(decl, ts)
+        observed: dict[int, tuple[int, str]] = {}
+        for statement in extraction.statements:
+            concept_id = self._resolve_concept(statement, extraction, ts)
+            assertion_id = self._assertion_for(statement, concept_id, ts)
+            observed[assertion_id] = (statement.proposition.polarity, statement.text)  # last word wins
+        for assertion_id, (stance, text) in observed.items():
+            conn.execute("INSERT INTO stance_history(assertion_id, source_id, artifact_id, stance, text, timestamp)"
+                         " VALUES(?,?,?,?,?,?)", (assertion_id, source_id, artifact_id, stance, text, ts))
+
+        touched: set[int] = set()
+        if current:
+            touched = self._replace_stances(source_id, artifact_id, observed, ts,
+                                            additive=artifact.kind is Kind.LEDGER)
+            conn.execute("UPDATE sources SET current_artifact=?, current_ts=? WHERE id=?", (artifact_id, ts, source_id))
+            if artifact.kind is not Kind.LEDGER:
+                conn.execute("DELETE FROM relations WHERE source_id=?", (source_id,))
+            conn.executemany("INSERT OR IGNORE INTO relations(src, dst, kind, source_id) VALUES(?,?,?,?)",
+                             [(r.src, r.dst, r.kind, source_id) for r in extraction.relations])
+        self._reweigh(touched | set(observed), ts)
+        return Applied(artifact_id, version, current, len(observed), len(touched))
+
+    def _upsert_concept(self, decl: ConceptDecl, ts: str) -> int:
+        conn = self.conn
+        row = conn.execute("SELECT id, authoritative FROM concepts WHERE key=?", (decl.key,)).fetchone()
+        if row is None:
+            concept_id = conn.execute(
+                "INSERT INTO concepts(key, name, type, title, description, authoritative, created_at, updated_at)"
+                " VALUES(?,?,?,?,?,?,?,?)", (decl.key, decl.name, decl.type, decl.title, decl.description,
+                                             int(decl.authoritative), ts, ts)).lastrowid
+        elif decl.authoritative:
+            concept_id = row[0]
+            conn.execute("UPDATE concepts SET name=?, type=?, title=coalesce(?, title), description=?, "
+                         "authoritative=1, updated_at=max(updated_at, ?) WHERE id=?",
+                         (decl.name, decl.type, decl.title, decl.description, ts, concept_id))
+        else:
+            concept_id = row[0]
+            conn.execute("UPDATE concepts SET title=coalesce(title, ?), description=coalesce(description, ?), "
+                         "updated_at=max(updated_at, ?) WHERE id=?", (decl.title, decl.description, ts, concept_id))
+        r = conn.execute("SELECT key, name, title, description FROM concepts WHERE id=?", (concept_id,)).fetchone()
+        conn.execute("DELETE FROM concepts_fts WHERE rowid=?", (concept_id,))
+        conn.execute("INSERT INTO concepts_fts(rowid, key, name, title, description) VALUES(?,?,?,?,?)",
+                     (concept_id, r[0], r[1], r[2] or "", r[3] or ""))
+        return concept_id
+
+    def _resolve_concept(self, statement: Statement, extraction: Extraction, ts: str) -> int:
+        """The concept a statement belongs to: the first it mentions that the graph knows, else its own."""
+        if statement.mentions:
+            marks = ",".join("?" * len(statement.mentions))
+            known = {r[0]: r[1] for r in self.conn.execute(
+                f"SELECT key, id FROM concepts WHERE key IN ({marks}) AND type NOT IN ('section', 'ledger')",
+                statement.mentions)}
+            for key in statement.mentions:
+                if key in known:
+                    return known[key]
+        decl = next((d for d in extraction.concepts if d.key == statement.concept),
+                    ConceptDecl(statement.concept, statement.concept, "section", authoritative=False))
+        return self._upsert_concept(decl, ts)
+
+    def _assertion_for(self, statement: Statement, concept_id: int, ts: str) -> int:
+        """Find the assertion this statement restates (exact key, else near-duplicate), or create it."""
+        conn, prop = self.conn, statement.proposition
+        row = conn.execute("SELECT id FROM assertions WHERE key=?", (prop.key,)).fetchone()
+        assertion_id = row[0] if row else self._near_duplicate(statement)
+        if assertion_id is None:
+            assertion_id = conn.execute(
+                "INSERT INTO assertions(concept_id, key, text, polarity, tokens, slot, value, created_at, updated_at)"
+                " VALUES(?,?,?,?,?,?,?,?,?)", (concept_id, prop.key, statement.text, prop.polarity,
+                                               " ".join(sorted(prop.tokens)), prop.slot, prop.value, ts, ts)).lastrowid
+            conn.executemany("INSERT INTO lsh(band, hash, assertion_id) VALUES(?,?,?)",
+                             [(b, h, assertion_id) for b, h in minhash.bands(prop.tokens)])
+            conn.execute("INSERT INTO assertions_fts(rowid, text) VALUES(?,?)", (assertion_id, statement.text))
+            return assertion_id
+        self._maybe_move_owner(assertion_id, concept_id, statement)
+        return assertion_id
+
+    def _near_duplicate(self, statement: Statement) -> int | None:
+        prop = statement.proposition
+        if len(prop.tokens) < MIN_NEAR_DUPLICATE_TOKENS:
+            return None
+        candidates: set[int] = set()
+        for band, value in minhash.bands(prop.tokens):
+            candidates.update(r[0] for r in self.conn.execute(
+                "SELECT assertion_id FROM lsh WHERE band=? AND hash=? LIMIT ?", (band, value, CANDIDATES_PER_BAND)))
+        best: tuple[float, int] | None = None
+        for cid in sorted(candidates):
+            tokens, slot, value = self.conn.execute(
+                "SELECT tokens, slot, value FROM assertions WHERE id=?", (cid,)).fetchone()
+            if slot and prop.slot and (slot != prop.slot or value != prop.value):
+                continue  # different values of one slot are alternatives, never the same claim
+            score = minhash.jaccard(prop.tokens, frozenset(tokens.split()))
+            if score >= NEAR_DUPLICATE_JACCARD and (best is None or score > best[0]):
+                best = (score, cid)
+        return best[1] if best else None
+
+    def _maybe_move_owner(self, assertion_id: int, concept_id: int, statement: Statement) -> None:
+        """A memory file's own statement re-anchors an assertion first heard in a ledger or document."""
+        conn = self.conn
+        owner_type = conn.execute("SELECT c.type FROM assertions a JOIN concepts c ON c.id=a.concept_id "
+                                  "WHERE a.id=?", (assertion_id,)).fetchone()[0]
+        new_type = conn.execute("SELECT type FROM concepts WHERE id=?", (concept_id,)).fetchone()[0]
+        if _owner_rank(new_type) > _owner_rank(owner_type):
+            conn.execute("UPDATE assertions SET concept_id=?, text=?, polarity=? WHERE id=?",
+                         (concept_id, statement.text, statement.proposition.polarity, assertion_id))
+            conn.execute("DELETE FROM assertions_fts WHERE rowid=?", (assertion_id,))
+            conn.execute("INSERT INTO assertions_fts(rowid, text) VALUES(?,?)", (assertion_id, statement.text))
+
+    def _replace_stances(self, source_id: int, artifact_id: int, observed: dict[int, tuple[int, str]],
+                         ts: str, *, additive: bool) -> set[int]:
+        """Make `observed` the source's current stances; return the assertions whose evidence changed."""
+        conn = self.conn
+        previous = {r[0]: r[1] for r in conn.execute(
+            "SELECT assertion_id, stance FROM stances WHERE source_id=?", (source_id,))}
+        changed: set[int] = set()
+        if not additive:
+            for assertion_id in previous.keys() - observed.keys():
+                conn.execute("DELETE FROM stances WHERE assertion_id=? AND source_id=?", (assertion_id, source_id))
+                conn.execute("INSERT INTO stance_history(assertion_id, source_id, artifact_id, stance, text, timestamp)"
+                             " VALUES(?,?,?,0,'',?)", (assertion_id, source_id, artifact_id, ts))
+                changed.add(assertion_id)
+        for assertion_id, (stance, text) in observed.items():
+            conn.execute("INSERT OR REPLACE INTO stances(assertion_id, source_id, stance, artifact_id, text)"
+                         " VALUES(?,?,?,?,?)", (assertion_id, source_id, stance, artifact_id, text))
+            if previous.get(assertion_id) != stance:
+                changed.add(assertion_id)
+        return changed
+
+    def _reweigh(self, assertion_ids: set[int], ts: str) -> None:
+        """Recompute labels for changed assertions and every exclusive alternative in their slots."""
+        conn = self.conn
+        targets = set(assertion_ids)
+        for assertion_id in assertion_ids:
+            slot = conn.execute("SELECT slot FROM assertions WHERE id=?", (assertion_id,)).fetchone()[0]
+            if slot:
+                targets.update(r[0] for r in conn.execute("SELECT id FROM assertions WHERE slot=?", (slot,)))
+        for assertion_id in sorted(targets):
+            rows = queries.evidence_rows(conn, assertion_id)
+            verdict = weigh([(e.stance, e.reliability) for e in rows])
+            old = conn.execute("SELECT status, belief, plausibility, conflict FROM assertions WHERE id=?",
+                               (assertion_id,)).fetchone()
+            new = (verdict.label.value, verdict.belief, verdict.plausibility, verdict.conflict)
+            if tuple(old) != new or assertion_id in assertion_ids:
+                conn.execute("UPDATE assertions SET status=?, belief=?, plausibility=?, conflict=?, n_for=?, "
+                             "n_against=?, updated_at=max(updated_at, ?) WHERE id=?",
+                             (*new, verdict.n_for, verdict.n_against, ts, assertion_id))

@@ -34,23 +34,25 @@ class SourceKind(enum.Enum):
 
 # Reliability by source kind: what a person told the agent outranks what the agent wrote down about
 # the project, which outranks a session log, which outranks an arbitrary document. The band is kept
-# narrow (0.60-0.70) on purpose: with weights w = -ln(1 - r) its max/min ratio is 1.31, small enough
-# that the count-based canonical cases of CONTRACT §5 hold for ANY mix of kinds (ADR 0002).
+# narrow (0.63-0.70) on purpose: with weights w = -ln(1 - r) its max/min ratio is 1.21 (< sqrt 1.5),
+# small enough that the count-based canonical cases of CONTRACT §5, and 2:1 / 1:2 being CONTESTED,
+# hold for ANY mix of kinds (ADR 0002).
 RELIABILITY: dict[SourceKind, float] = {
     SourceKind.USER_MEMORY: 0.70,
     SourceKind.FEEDBACK_MEMORY: 0.70,
-    SourceKind.PROJECT_MEMORY: 0.67,
-    SourceKind.REFERENCE_MEMORY: 0.67,
-    SourceKind.MEMORY: 0.66,
-    SourceKind.LEDGER: 0.64,
-    SourceKind.DOCUMENT: 0.60,
+    SourceKind.PROJECT_MEMORY: 0.68,
+    SourceKind.REFERENCE_MEMORY: 0.68,
+    SourceKind.MEMORY: 0.67,
+    SourceKind.LEDGER: 0.65,
+    SourceKind.DOCUMENT: 0.63,
 }
-# One source tops out at 0.70; two of the weakest reach 1 - 0.4^2 = 0.84. 0.80 sits between, so one
+# One source tops out at 0.70; two of the weakest reach 1 - 0.37^2 = 0.86. 0.80 sits between, so one
 # source is never enough and two always are.
 AFFIRM_THRESHOLD = 0.80
-# "Clear majority": one side's weight of evidence at least 2.1x the other's. With the band above,
-# 1:3 is at least 2.28x and 2:3 at most 1.97x, so 1:3 is a majority and 2:3 is not.
-MAJORITY_RATIO = 2.1
+# "Clear majority": one side's weight of evidence at least 2.45x the other's, i.e. three sources to
+# one. With the band above 3:1 is at least 2.48x and 2:1 at most 2.42x (2:3 at most 1.82x), so 1:3 is
+# always a majority and 2:1, 1:2, 2:2, 2:3 never are, whatever the kinds.
+MAJORITY_RATIO = 2.45
 
 
 @dataclass(frozen=True)
@@ -107,43 +109,53 @@ class Verdict:
     n_against: int
 
 
-def _side(reliabilities: list[float]) -> float:
-    """Combined mass of same-direction simple supports: 1 - Π(1 - r)."""
-    return 1.0 - math.prod(1.0 - r for r in reliabilities)
+def _weight(reliabilities: list[float]) -> float:
+    """Shafer's weight of evidence of same-direction simple supports: sum of -ln(1 - r).
+
+    Combined support is 1 - exp(-weight). Working in weights keeps many-source cases exact where
+    1 - prod(1 - r) would round to 1.0 and make the conflict look total.
+    """
+    return math.fsum(-math.log1p(-r) for r in reliabilities)
 
 
-def _weight(support: float) -> float:
-    """Shafer's weight of evidence, -ln(1 - s): additive across same-direction sources."""
-    return -math.log1p(-support)
-
-
-def label_for(support_for: float, support_against: float) -> Label:
-    if support_against == 0.0:
-        return Label.AFFIRMATIVE if support_for >= AFFIRM_THRESHOLD else Label.INSUFFICIENT_DATA
-    if support_for == 0.0:
-        return Label.CONTRADICTORY if support_against >= AFFIRM_THRESHOLD else Label.INSUFFICIENT_DATA
-    ratio = _weight(support_against) / _weight(support_for)
-    if ratio >= MAJORITY_RATIO:
+def label_for(weight_for: float, weight_against: float) -> Label:
+    """The label from the two sides' weights of evidence (support s = 1 - exp(-w))."""
+    affirm_weight = -math.log1p(-AFFIRM_THRESHOLD)
+    if weight_against == 0.0:
+        return Label.AFFIRMATIVE if weight_for >= affirm_weight else Label.INSUFFICIENT_DATA
+    if weight_for == 0.0:
+        return Label.CONTRADICTORY if weight_against >= affirm_weight else Label.INSUFFICIENT_DATA
+    if weight_against >= MAJORITY_RATIO * weight_for:  # multiplied, not divided: no underflow
         return Label.CONTRADICTORY
-    if 1.0 / ratio >= MAJORITY_RATIO:
+    if weight_for >= MAJORITY_RATIO * weight_against:
         return Label.AFFIRMATIVE
     return Label.CONTESTED
 
 
 def weigh(evidence: Iterable[tuple[int, float]]) -> Verdict:
-    """Combine (stance, reliability) pairs, one per independent source, into a verdict."""
+    """Combine (stance, reliability) pairs, one per independent source, into a verdict.
+
+    Closed form of Dempster's rule for simple supports on {T, F}: with p and q the combined support
+    for and against, K = pq, Bel(T) = p(1-q)/(1-K), Pl(T) = 1 - q(1-p)/(1-K). Computed from
+    e_for = 1-p = exp(-w_for) and e_against so it stays exact when p and q approach 1.
+    """
     items = list(evidence)
     pros = [r for stance, r in items if stance > 0]
     cons = [r for stance, r in items if stance < 0]
-    combined, conflict = combine_all(Mass.support(stance, r) for stance, r in items)
-    support_for, support_against = _side(pros), _side(cons)
+    for r in pros + cons:
+        if not 0.0 <= r < 1.0:
+            raise ValueError(f"reliability must be in [0, 1), got {r}")
+    w_for, w_against = _weight(pros), _weight(cons)
+    e_for, e_against = math.exp(-w_for), math.exp(-w_against)
+    p, q = 1.0 - e_for, 1.0 - e_against
+    norm = e_for + e_against - e_for * e_against  # 1 - K
     return Verdict(
-        label=label_for(support_for, support_against),
-        belief=combined.true,
-        plausibility=combined.true + combined.theta,
-        conflict=conflict,
-        support_for=support_for,
-        support_against=support_against,
+        label=label_for(w_for, w_against),
+        belief=p * e_against / norm,
+        plausibility=1.0 - q * e_for / norm,
+        conflict=p * q,
+        support_for=p,
+        support_against=q,
         n_for=len(pros),
         n_against=len(cons),
     )

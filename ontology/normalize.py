@@ -31,8 +31,14 @@ NEGATORS = frozenset({"not", "never", "no", "cannot", "avoid", "avoids", "avoide
 # relation is evidence against this one.
 _SLOT_VERBS = {"is": "is", "are": "is", "=": "is", "uses": "uses", "use": "uses", "using": "uses"}
 MAX_SLOT_SIDE_TOKENS = 5  # longer sides are prose, not a fact about one subject
-# Clauses that only contrast ("use X, not Y", "X instead of Y") elaborate; they are not the claim.
-_CONTRAST_RE = re.compile(r"(?:,|;|\s[-\u2013\u2014]\s)\s*(?:not|never|rather than|instead of)\b.*$|\s(?:rather than|instead of)\s.*$")
+# Clauses that only contrast ("use X, not Y", "X instead of Y") or give a reason or purpose ("... to
+# speed up CI", "... because it flaked") elaborate a claim; they are not the claim, so they do not
+# take part in matching (the display text keeps them).
+_ELABORATION_RE = re.compile(
+    r"(?:,|;|\s[-\u2013\u2014]\s)\s*(?:not|never|rather than|instead of)\b.*$"
+    r"|\s(?:rather than|instead of|because|since|so that|in order to|"
+    r"to (?:speed|avoid|keep|make|save|reduce|prevent|ensure|stop|get|allow|help))\b.*$",
+    re.IGNORECASE)
 
 _LINK_RE = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 _WIKILINK_RE = re.compile(r"\[\[([^\]|#]+)(?:[#|][^\]]*)?\]\]")
@@ -111,7 +117,7 @@ def _slot(words: list[str]) -> tuple[str, str] | None:
 
 def proposition(text: str) -> Proposition | None:
     """The proposition a statement asserts, or None when nothing of substance is left."""
-    cleaned = _CONTRAST_RE.sub("", clean_markup(text))
+    cleaned = _ELABORATION_RE.sub("", clean_markup(text))
     words, polarity = _strip_negation(_tokens(cleaned))
     slot = _slot(words)
     content = [stem(t) for t in words if t not in STOPWORDS and t != "="]

@@ -58,8 +58,20 @@ class _BoundedLoader(yaml.SafeLoader):
             self._depth -= 1
 
 
+# Without anchors/aliases (& *), flow collections ([ {) or same-line block nesting (- -), YAML can
+# neither expand nor nest deeper than its indentation shows, so the C loader is safe to use.
+_NEEDS_BOUNDED = re.compile(r"[&*\[{]|^\s*-\s+-", re.MULTILINE)
+_FAST_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _max_indent(block: str) -> int:
+    return max((len(line) - len(line.lstrip(" \t")) for line in block.split("\n")), default=0)
+
+
 class _BoundedYAMLHandler(YAMLHandler):
     def load(self, fm: str, **kwargs: object) -> Any:
+        if not _NEEDS_BOUNDED.search(fm) and _max_indent(fm) < MAX_YAML_DEPTH:
+            return yaml.load(fm, Loader=_FAST_LOADER)  # noqa: S506 - CSafeLoader
         return yaml.load(fm, Loader=_BoundedLoader)  # noqa: S506 - SafeLoader subclass
 
 

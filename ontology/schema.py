@@ -31,7 +31,8 @@ CREATE TABLE IF NOT EXISTS concepts(
   created_at TEXT NOT NULL, updated_at TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS assertions(
   id INTEGER PRIMARY KEY, concept_id INTEGER NOT NULL REFERENCES concepts(id), key TEXT UNIQUE NOT NULL,
-  text TEXT NOT NULL, polarity INTEGER NOT NULL, tokens TEXT NOT NULL, slot TEXT, value TEXT,
+  text TEXT NOT NULL, polarity INTEGER NOT NULL, tokens TEXT NOT NULL, n_tokens INTEGER NOT NULL,
+  slot TEXT, value TEXT,
   created_at TEXT NOT NULL, updated_at TEXT NOT NULL,
   status TEXT NOT NULL DEFAULT 'INSUFFICIENT_DATA', belief REAL NOT NULL DEFAULT 0,
   plausibility REAL NOT NULL DEFAULT 1, conflict REAL NOT NULL DEFAULT 0,

@@ -23,7 +23,7 @@ from ontology.extract import ConceptDecl, Extraction, Statement
 # hit a real database"), and keeps apart ones that swap a content word ("unit" vs "integration").
 NEAR_DUPLICATE_JACCARD = 0.7
 MIN_NEAR_DUPLICATE_TOKENS = 3  # shorter statements match only exactly: too little to compare
-CANDIDATES_PER_BAND = 50  # keeps the lookup flat when a band is crowded
+CANDIDATES_PER_BAND = 20  # bounds the lookup when a band is crowded (25 bands: <= 500 rows)
 # Which concept owns an assertion that several concepts state: a memory file over a document over a
 # ledger section, so a topic file shows what its own memory says.
 _OWNER_RANK = {"section": 1, "ledger": 1, "document": 2}
@@ -148,6 +148,8 @@ class GraphWriter:
             concept_id = row[0]
             conn.execute("UPDATE concepts SET title=coalesce(title, ?), description=coalesce(description, ?), "
                          "updated_at=max(updated_at, ?) WHERE id=?", (decl.title, decl.description, ts, concept_id))
+            if decl.title is None and decl.description is None:
+                return concept_id  # a bare hint changes no searchable field
         r = conn.execute("SELECT key, name, title, description FROM concepts WHERE id=?", (concept_id,)).fetchone()
         conn.execute("DELETE FROM concepts_fts WHERE rowid=?", (concept_id,))
         conn.execute("INSERT INTO concepts_fts(rowid, key, name, title, description) VALUES(?,?,?,?,?)",
@@ -172,31 +174,37 @@ class GraphWriter:
         """Find the assertion this statement restates (exact key, else near-duplicate), or create it."""
         conn, prop = self.conn, statement.proposition
         row = conn.execute("SELECT id FROM assertions WHERE key=?", (prop.key,)).fetchone()
-        assertion_id = row[0] if row else self._near_duplicate(statement)
+        bands = minhash.bands(prop.tokens) if row is None else []
+        assertion_id = row[0] if row else self._near_duplicate(statement, bands)
         if assertion_id is None:
             assertion_id = conn.execute(
-                "INSERT INTO assertions(concept_id, key, text, polarity, tokens, slot, value, created_at, updated_at)"
-                " VALUES(?,?,?,?,?,?,?,?,?)", (concept_id, prop.key, statement.text, prop.polarity,
-                                               " ".join(sorted(prop.tokens)), prop.slot, prop.value, ts, ts)).lastrowid
+                "INSERT INTO assertions(concept_id, key, text, polarity, tokens, n_tokens, slot, value, created_at, updated_at)"
+                " VALUES(?,?,?,?,?,?,?,?,?,?)", (concept_id, prop.key, statement.text, prop.polarity,
+                                                 " ".join(sorted(prop.tokens)), len(prop.tokens), prop.slot,
+                                                 prop.value, ts, ts)).lastrowid
             conn.executemany("INSERT INTO lsh(band, hash, assertion_id) VALUES(?,?,?)",
-                             [(b, h, assertion_id) for b, h in minhash.bands(prop.tokens)])
+                             [(b, h, assertion_id) for b, h in bands])
             conn.execute("INSERT INTO assertions_fts(rowid, text) VALUES(?,?)", (assertion_id, statement.text))
             return assertion_id
         self._maybe_move_owner(assertion_id, concept_id, statement)
         return assertion_id
 
-    def _near_duplicate(self, statement: Statement) -> int | None:
+    def _near_duplicate(self, statement: Statement, pairs: list[tuple[int, int]]) -> int | None:
         prop = statement.proposition
-        if len(prop.tokens) < MIN_NEAR_DUPLICATE_TOKENS:
+        size = len(prop.tokens)
+        if size < MIN_NEAR_DUPLICATE_TOKENS:
             return None
-        candidates: set[int] = set()
-        for band, value in minhash.bands(prop.tokens):
-            candidates.update(r[0] for r in self.conn.execute(
-                "SELECT assertion_id FROM lsh WHERE band=? AND hash=? LIMIT ?", (band, value, CANDIDATES_PER_BAND)))
+        # One query for all bands. Jaccard >= t needs t*|A| <= |B| <= |A|/t, so other sizes are skipped
+        # in SQL; each band contributes at most CANDIDATES_PER_BAND rows, keeping the cost flat.
+        union = " UNION ".join(
+            "SELECT * FROM (SELECT assertion_id FROM lsh WHERE band=? AND hash=? LIMIT ?)" for _ in pairs)
+        params: list[object] = [x for band, value in pairs for x in (band, value, CANDIDATES_PER_BAND)]
+        rows = self.conn.execute(
+            f"SELECT a.id, a.tokens, a.slot, a.value FROM assertions a WHERE a.id IN ({union}) "
+            "AND a.n_tokens BETWEEN ? AND ? ORDER BY a.id",
+            params + [size * NEAR_DUPLICATE_JACCARD, size / NEAR_DUPLICATE_JACCARD]).fetchall()
         best: tuple[float, int] | None = None
-        for cid in sorted(candidates):
-            tokens, slot, value = self.conn.execute(
-                "SELECT tokens, slot, value FROM assertions WHERE id=?", (cid,)).fetchone()
+        for cid, tokens, slot, value in rows:
             if slot and prop.slot and (slot != prop.slot or value != prop.value):
                 continue  # different values of one slot are alternatives, never the same claim
             score = minhash.jaccard(prop.tokens, frozenset(tokens.split()))
@@ -247,10 +255,7 @@ class GraphWriter:
         for assertion_id in sorted(targets):
             rows = queries.evidence_rows(conn, assertion_id)
             verdict = weigh([(e.stance, e.reliability) for e in rows])
-            old = conn.execute("SELECT status, belief, plausibility, conflict FROM assertions WHERE id=?",
-                               (assertion_id,)).fetchone()
-            new = (verdict.label.value, verdict.belief, verdict.plausibility, verdict.conflict)
-            if tuple(old) != new or assertion_id in assertion_ids:
-                conn.execute("UPDATE assertions SET status=?, belief=?, plausibility=?, conflict=?, n_for=?, "
-                             "n_against=?, updated_at=max(updated_at, ?) WHERE id=?",
-                             (*new, verdict.n_for, verdict.n_against, ts, assertion_id))
+            conn.execute("UPDATE assertions SET status=?, belief=?, plausibility=?, conflict=?, n_for=?, "
+                         "n_against=?, updated_at=max(updated_at, ?) WHERE id=?",
+                         (verdict.label.value, verdict.belief, verdict.plausibility, verdict.conflict,
+                          verdict.n_for, verdict.n_against, ts, assertion_id))

@@ -1,0 +1,158 @@
+"""The `kgbridge` command line: one verb per user intent, thin over the modules that do the work.
+
+Invariant: every verb accepts `--root` (else $KG_KNOWLEDGE_ROOT, else ~/Knowledge) and resolves the
+ontology from `--ontology` or, failing that, from the project around the current directory.
+Human output goes through rich; `--json` prints one JSON document for machines.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.progress import Progress
+from rich.table import Table
+
+from kgbridge import project as project_mod
+from ontology import queries
+from ontology.artifact import Channel
+from ontology.ingest import Ontology, OntologyMissing, Status
+from ontology.layout import UnsafeName, knowledge_root
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="kgbridge: an evidential memory bridge for coding agents.")
+console = Console()
+err = Console(stderr=True)
+
+RootOpt = typer.Option(None, "--root", help="Knowledge root (default $KG_KNOWLEDGE_ROOT or ~/Knowledge).")
+OntologyOpt = typer.Option(None, "--ontology", "-o", help="Ontology slug (default: the current project's).")
+JsonOpt = typer.Option(False, "--json", help="Print JSON for machines.")
+
+
+def _slug(ontology: Optional[str]) -> str:
+    return ontology or project_mod.resolve().slug
+
+
+def _open(root: Optional[Path], ontology: Optional[str], *, create: bool = False) -> Ontology:
+    try:
+        return Ontology(knowledge_root(root), _slug(ontology), create=create)
+    except (OntologyMissing, UnsafeName) as exc:
+        err.print(f"[red]{exc}[/red] (activate it with `kgbridge activate`, or pass --ontology)")
+        raise typer.Exit(2) from None
+
+
+def _files(paths: list[Path]) -> list[Path]:
+    out: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            out += sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith("."))
+        else:
+            out.append(path)
+    return out
+
+
+@app.command()
+def ingest(paths: list[Path] = typer.Argument(..., help="Files or directories to ingest."),
+           root: Optional[Path] = RootOpt, ontology: Optional[str] = OntologyOpt, as_json: bool = JsonOpt) -> None:
+    """Ingest artifacts (files or directories); prints new / duplicate / rejected."""
+    onto = _open(root, ontology, create=True)
+    files = _files(paths)
+    results = []
+    with Progress(console=err, transient=True, disable=as_json or len(files) < 20) as progress:
+        task = progress.add_task("ingesting", total=len(files))
+        for path in files:
+            results.append(onto.ingest_path(path, Channel.CLI))
+            progress.advance(task)
+    onto.close()
+    summary = {s.value: sum(r.status is s for r in results) for s in Status}
+    if as_json:
+        print(json.dumps({"ontology": onto.slug, "summary": summary, "results": [r.to_json() for r in results]}))
+        return
+    for r in results:
+        if r.status is Status.REJECTED:
+            console.print(f"[yellow]rejected[/yellow] {r.filename}: {r.reason}")
+    console.print(f"[bold]{onto.slug}[/bold]: {summary['new']} new, {summary['duplicate']} duplicate, "
+                  f"{summary['rejected']} rejected")
+
+
+@app.command()
+def rebuild(root: Optional[Path] = RootOpt, ontology: Optional[str] = OntologyOpt) -> None:
+    """Regenerate the graph database from the archive."""
+    onto = _open(root, ontology)
+    count = onto.rebuild()
+    console.print(f"[bold]{onto.slug}[/bold]: rebuilt from {count} archived artifacts")
+
+
+def _assertion_table(items: list[queries.AssertionView], title: str) -> Table:
+    table = Table(title=title, show_lines=False)
+    for col in ("concept", "assertion", "label", "bel", "pl", "K", "for/against"):
+        table.add_column(col, overflow="fold")
+    for a in items:
+        table.add_row(a.concept, a.text, a.status, f"{a.belief:.2f}", f"{a.plausibility:.2f}", f"{a.conflict:.2f}",
+                      f"{a.n_for}/{a.n_against}")
+    return table
+
+
+@app.command()
+def show(concept: Optional[str] = typer.Argument(None, help="A concept key; omit to list assertions."),
+         status: Optional[str] = typer.Option(None, help="Only assertions with this label."),
+         root: Optional[Path] = RootOpt, ontology: Optional[str] = OntologyOpt, as_json: bool = JsonOpt) -> None:
+    """Show assertions with label, belief, plausibility, conflict and sources (or one concept)."""
+    onto = _open(root, ontology)
+    with onto.reader() as conn:
+        if concept:
+            data = queries.concept(conn, concept)
+            if data is None:
+                err.print(f"[red]no concept {concept!r} in {onto.slug}[/red]")
+                raise typer.Exit(1)
+            if as_json:
+                print(json.dumps(data, default=str))
+                return
+            console.print(f"[bold]{data['key']}[/bold] ({data['type']}) {data['description'] or ''}")
+            items = queries.assertions(conn, concept=concept)
+            console.print(_assertion_table(items, "assertions"))
+            for a in items:
+                for s in a.sources:
+                    console.print(f"  #{a.id} {s.stance_word:>7} {s.source} v{s.version} {s.timestamp[:10]}"
+                                  f"{' (implied)' if s.implied else ''}")
+            return
+        items = queries.assertions(conn, status=status.upper() if status else None)
+        if as_json:
+            print(json.dumps({"ontology": onto.slug, "counts": queries.counts(conn),
+                              "assertions": [a.to_json() for a in items]}, default=str))
+            return
+        console.print(_assertion_table(items, f"{onto.slug}: {len(items)} assertions"))
+        console.print(queries.counts(conn))
+
+
+@app.command()
+def search(query: str, root: Optional[Path] = RootOpt, ontology: Optional[str] = OntologyOpt,
+           limit: int = typer.Option(20, help="Most hits to show."), as_json: bool = JsonOpt) -> None:
+    """Full-text search over concepts and assertions (FTS5, ranked)."""
+    onto = _open(root, ontology)
+    with onto.reader() as conn:
+        hits = queries.search(conn, query, limit)
+    if as_json:
+        print(json.dumps({"ontology": onto.slug, "query": query, "hits": hits}))
+        return
+    table = Table(title=f"{len(hits)} hits for {query!r}")
+    for col in ("kind", "concept", "text", "label"):
+        table.add_column(col, overflow="fold")
+    for h in hits:
+        table.add_row(str(h["kind"]), str(h["concept"]), str(h["text"]), str(h.get("status", "")))
+    console.print(table)
+
+
+def main() -> None:
+    try:
+        app()
+    except BrokenPipeError:  # `kgbridge show | head` is normal use
+        sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()

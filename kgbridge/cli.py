@@ -147,6 +147,21 @@ def search(query: str, root: Optional[Path] = RootOpt, ontology: Optional[str] =
     console.print(table)
 
 
+@app.command()
+def serve(root: Optional[Path] = RootOpt,
+          host: str = typer.Option("127.0.0.1", help="Bind address; off loopback a token is required."),
+          port: int = typer.Option(8765, help="TCP port."),
+          token: Optional[str] = typer.Option(None, envvar="KG_TOKEN", help="Bearer token (or $KG_TOKEN).")) -> None:
+    """Run the graph server: drop-directory watcher, HTTP API and MCP (/mcp) in one process."""
+    from ontology.server import InsecureBind, serve as run_server
+
+    try:
+        run_server(knowledge_root(root), host=host, port=port, token=token)
+    except InsecureBind as exc:
+        err.print(f"[red]{exc}[/red]")
+        raise typer.Exit(2) from None
+
+
 def main() -> None:
     try:
         app()

@@ -1,0 +1,106 @@
+"""The running backend's view of a knowledge root: which ontologies exist, one writer each, and the
+observable state (/health) of every writer.
+
+Invariant: every method is blocking and thread-safe; async callers run it in a worker thread. One
+`Ontology` object (and so one writer) per slug for the life of the process. A writer's failure
+(disk full, corrupt file) is recorded against that ontology only and cleared by its next success.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ontology.artifact import Channel
+from ontology.ingest import IngestResult, Ontology, OntologyMissing, Status
+from ontology.layout import list_ontologies, ontology_paths
+
+
+@dataclass
+class WriterState:
+    ingested: int = 0
+    duplicates: int = 0
+    rejected: int = 0
+    last_error: str | None = None
+    last_error_at: float | None = None
+    last_success_at: float | None = None
+
+
+class OntologyExists(FileExistsError):
+    """Creating an ontology that already exists (HTTP 409)."""
+
+
+@dataclass
+class Backend:
+    root: Path
+    _ontologies: dict[str, Ontology] = field(default_factory=dict)
+    _states: dict[str, WriterState] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        (self.root / "ontology").mkdir(parents=True, exist_ok=True)
+
+    def slugs(self) -> list[str]:
+        return list_ontologies(self.root)
+
+    def exists(self, slug: str) -> bool:
+        return ontology_paths(self.root, slug).base.is_dir()
+
+    def get(self, slug: str) -> Ontology:
+        """The ontology's single `Ontology` object; `OntologyMissing` if it was never activated."""
+        with self._lock:
+            onto = self._ontologies.get(slug)
+            if onto is None:
+                onto = Ontology(self.root, slug)  # validates the slug, raises OntologyMissing
+                self._ontologies[slug] = onto
+                self._states[slug] = WriterState()
+            return onto
+
+    def create(self, slug: str) -> Ontology:
+        paths = ontology_paths(self.root, slug)
+        with self._lock:
+            if paths.base.is_dir():
+                raise OntologyExists(slug)
+            onto = Ontology(self.root, slug, create=True)
+            self._ontologies[slug] = onto
+            self._states[slug] = WriterState()
+            return onto
+
+    def ingest(self, slug: str, filename: str, data: bytes, channel: Channel) -> IngestResult:
+        onto = self.get(slug)
+        state = self._states[slug]
+        try:
+            result = onto.ingest(filename, data, channel)
+        except OSError as exc:  # disk full, read-only fs: the artifact stays where it came from
+            state.last_error, state.last_error_at = f"{type(exc).__name__}: {exc}", time.time()
+            raise
+        state.last_success_at = time.time()
+        state.last_error = None
+        if result.status is Status.NEW:
+            state.ingested += 1
+        elif result.status is Status.DUPLICATE:
+            state.duplicates += 1
+        else:
+            state.rejected += 1
+        return result
+
+    def record_error(self, slug: str, message: str) -> None:
+        state = self._states.setdefault(slug, WriterState())
+        state.last_error, state.last_error_at = message, time.time()
+
+    def states(self) -> dict[str, WriterState]:
+        with self._lock:
+            return dict(self._states)
+
+    def degraded_writers(self) -> list[str]:
+        return sorted(slug for slug, state in self.states().items() if state.last_error)
+
+    def close(self) -> None:
+        with self._lock:
+            for onto in self._ontologies.values():
+                onto.close()
+
+
+__all__ = ["Backend", "OntologyExists", "OntologyMissing", "WriterState"]

@@ -1,0 +1,198 @@
+"""The HTTP API of CONTRACT §7 as Starlette routes over a `Backend`.
+
+Invariant: handlers never block the event loop: every file or database touch runs in a worker
+thread. Input is validated at this edge (slug, filename, body size) and every refusal is a JSON
+`{"error": ...}` with the status that says why (400, 404, 409, 413, 422).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from ontology import queries
+from ontology.artifact import Channel
+from ontology.backend import Backend, OntologyExists
+from ontology.ingest import OntologyMissing, Status
+from ontology.layout import UnsafeName, validate_slug
+from ontology.parse import MAX_ARTIFACT_BYTES
+
+VERSION = "0.1.0"
+# A request body may carry one artifact (<= 1 MiB) plus multipart or JSON-escaping overhead. Larger
+# bodies are refused unread (413); an artifact over 1 MiB inside a smaller body is kept as rejected.
+MAX_BODY_BYTES = 2 * MAX_ARTIFACT_BYTES
+
+
+class BodyTooLarge(Exception):
+    pass
+
+
+def error(status: int, message: str) -> JSONResponse:
+    return JSONResponse({"error": message}, status_code=status)
+
+
+async def read_body(request: Request, limit: int = MAX_BODY_BYTES) -> bytes:
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise BodyTooLarge
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise BodyTooLarge
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def routes(backend: Backend, health: Callable[[], dict[str, Any]], memory: Callable[[str], str] | None = None) -> list[Route]:
+    def _slug_or_404(slug: str) -> str | JSONResponse:
+        try:
+            validate_slug(slug)
+        except UnsafeName as exc:
+            return error(400, str(exc))
+        if not backend.exists(slug):
+            return error(404, f"ontology {slug!r} does not exist (activate it with POST /ontologies)")
+        return slug
+
+    async def get_health(request: Request) -> Response:
+        return JSONResponse(await run_in_threadpool(health))
+
+    async def list_ontologies(request: Request) -> Response:
+        return JSONResponse({"ontologies": await run_in_threadpool(backend.slugs)})
+
+    async def get_ontology(request: Request) -> Response:
+        checked = _slug_or_404(request.path_params["slug"])
+        if isinstance(checked, JSONResponse):
+            return checked
+
+        def read() -> dict[str, Any]:
+            with backend.get(checked).reader() as conn:
+                return {"slug": checked, "counts": queries.counts(conn)}
+        return JSONResponse(await run_in_threadpool(read))
+
+    async def create_ontology(request: Request) -> Response:
+        try:
+            payload = json.loads(await read_body(request, 64 * 1024))
+            name = payload["name"]
+            validate_slug(name)
+        except BodyTooLarge:
+            return error(413, "body too large")
+        except (ValueError, KeyError, TypeError):
+            return error(400, 'expected JSON {"name": "<slug: [a-z0-9-], 1-64 chars>"}')
+        try:
+            await run_in_threadpool(backend.create, name)
+        except OntologyExists:
+            return error(409, f"ontology {name!r} already exists")
+        return JSONResponse({"slug": name, "created": True}, status_code=201)
+
+    async def ingest(request: Request) -> Response:
+        try:
+            slug, filename, data = await _ingest_payload(request)
+        except BodyTooLarge:
+            return error(413, f"body over {MAX_BODY_BYTES} bytes")
+        except ValueError as exc:
+            return error(400, str(exc))
+        checked = _slug_or_404(slug)
+        if isinstance(checked, JSONResponse):
+            return checked
+        channel = Channel.MCP if request.headers.get("x-kg-channel") == "mcp" else Channel.HTTP
+        try:
+            result = await run_in_threadpool(backend.ingest, checked, filename, data, channel)
+        except OntologyMissing as exc:
+            return error(404, str(exc))
+        except OSError as exc:
+            return error(503, f"backend cannot store artifacts right now: {exc.strerror or exc}")
+        body = {"ontology": checked, **result.to_json()}
+        return JSONResponse(body, status_code=422 if result.status is Status.REJECTED else 200)
+
+    async def list_assertions(request: Request) -> Response:
+        checked = _slug_or_404(request.path_params["slug"])
+        if isinstance(checked, JSONResponse):
+            return checked
+        status = request.query_params.get("status")
+        if status and status.upper() not in {"AFFIRMATIVE", "CONTESTED", "CONTRADICTORY", "INSUFFICIENT_DATA"}:
+            return error(400, f"unknown status {status!r}")
+
+        def read() -> list[dict[str, Any]]:
+            with backend.get(checked).reader() as conn:
+                return [a.to_json() for a in queries.assertions(conn, status=status.upper() if status else None)]
+        return JSONResponse(await run_in_threadpool(read))
+
+    async def get_concept(request: Request) -> Response:
+        checked = _slug_or_404(request.path_params["slug"])
+        if isinstance(checked, JSONResponse):
+            return checked
+        ref = request.path_params["ref"]
+
+        def read() -> dict[str, Any] | None:
+            with backend.get(checked).reader() as conn:
+                return queries.concept(conn, ref)
+        data = await run_in_threadpool(read)
+        return error(404, f"no concept {ref!r} in {checked!r}") if data is None else JSONResponse(data)
+
+    async def search(request: Request) -> Response:
+        checked = _slug_or_404(request.path_params["slug"])
+        if isinstance(checked, JSONResponse):
+            return checked
+        q = request.query_params.get("q", "")
+
+        def read() -> list[dict[str, Any]]:
+            with backend.get(checked).reader() as conn:
+                return queries.search(conn, q)
+        return JSONResponse({"query": q, "hits": await run_in_threadpool(read)})
+
+    async def get_memory(request: Request) -> Response:
+        checked = _slug_or_404(request.path_params["slug"])
+        if isinstance(checked, JSONResponse):
+            return checked
+        assert memory is not None
+        text = await run_in_threadpool(memory, checked)
+        return Response(text, media_type="text/markdown; charset=utf-8")
+
+    table = [
+        Route("/health", get_health, methods=["GET"]),
+        Route("/ontologies", list_ontologies, methods=["GET"]),
+        Route("/ontologies", create_ontology, methods=["POST"]),
+        Route("/ontologies/{slug}", get_ontology, methods=["GET"]),
+        Route("/ingest", ingest, methods=["POST"]),
+        Route("/ontologies/{slug}/assertions", list_assertions, methods=["GET"]),
+        Route("/ontologies/{slug}/concepts/{ref}", get_concept, methods=["GET"]),
+        Route("/ontologies/{slug}/search", search, methods=["GET"]),
+    ]
+    if memory is not None:
+        table.append(Route("/ontologies/{slug}/memory", get_memory, methods=["GET"]))
+    return table
+
+
+async def _ingest_payload(request: Request) -> tuple[str, str, bytes]:
+    """(ontology, filename, bytes) from multipart (kg-system compatible) or JSON."""
+    content_type = request.headers.get("content-type", "")
+    if content_type.startswith("multipart/form-data"):
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+            raise BodyTooLarge
+        form = await request.form(max_part_size=MAX_BODY_BYTES)
+        upload = form.get("file")
+        ontology = form.get("ontology")
+        if upload is None or isinstance(upload, str) or not isinstance(ontology, str):
+            raise ValueError("multipart ingest needs a 'file' part and an 'ontology' field")
+        data = await upload.read()
+        if len(data) > MAX_BODY_BYTES:
+            raise BodyTooLarge
+        name = form.get("filename")
+        filename = name if isinstance(name, str) and name else (upload.filename or "upload.md")
+        return ontology, filename, data
+    body = await read_body(request)
+    try:
+        payload = json.loads(body)
+        ontology, filename, content = payload["ontology"], payload["filename"], payload["content"]
+    except (ValueError, KeyError, TypeError):
+        raise ValueError('expected multipart (file, ontology) or JSON {"ontology", "filename", "content"}') from None
+    if not all(isinstance(v, str) for v in (ontology, filename, content)):
+        raise ValueError("ontology, filename and content must be strings")
+    return ontology, filename, content.encode("utf-8", "surrogatepass")

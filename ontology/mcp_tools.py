@@ -1,0 +1,99 @@
+"""MCP tools over the backend, written for an agent: what the graph knows, what it disputes, and a
+door for saving a memory that goes to ingestion instead of a file.
+
+Invariant: every tool takes `ontology` explicitly or resolves it from `project_path` (the caller's
+working directory, mapped to a slug exactly as the hooks do); with neither, the single existing
+ontology is used, and anything ambiguous is an error that lists the choices. Tools are sync: the
+MCP server runs them in worker threads, so they never block its event loop.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from mcp.server.mcpserver import MCPServer
+
+from kgbridge.project import resolve
+from ontology import queries
+from ontology.artifact import Channel
+from ontology.backend import Backend
+from ontology.layout import validate_slug
+
+INSTRUCTIONS = """kgbridge keeps this project's memory as evidence: each assertion carries a label
+(AFFIRMATIVE, CONTESTED, CONTRADICTORY, INSUFFICIENT_DATA) computed from the independent sources
+behind it. Use kg_search or kg_concept before relying on a remembered fact; check kg_contested for
+what sessions disagree about; save a new memory with kg_ingest (markdown, frontmatter welcome)."""
+
+
+def build_mcp(backend: Backend, health: Callable[[], dict[str, Any]],
+              memory: Callable[[str], str] | None = None) -> MCPServer:
+    mcp = MCPServer(name="kgbridge", instructions=INSTRUCTIONS, version="0.1.0")
+
+    def pick(ontology: str | None, project_path: str | None) -> str:
+        if ontology:
+            slug = validate_slug(ontology)
+        elif project_path:
+            slug = resolve(project_path).slug
+        else:
+            slugs = backend.slugs()
+            if len(slugs) != 1:
+                raise ValueError(f"say which ontology (ontology=... or project_path=...); have: {slugs}")
+            slug = slugs[0]
+        if not backend.exists(slug):
+            raise ValueError(f"ontology {slug!r} does not exist; have: {backend.slugs()}")
+        return slug
+
+    @mcp.tool()
+    def kg_status(ontology: str | None = None, project_path: str | None = None) -> dict[str, Any]:
+        """Backend health plus this ontology's counts of concepts, assertions and labels."""
+        status = health()
+        try:
+            slug = pick(ontology, project_path)
+        except ValueError as exc:
+            return {**status, "ontology": None, "note": str(exc)}
+        with backend.get(slug).reader() as conn:
+            return {**status, "ontology": slug, "counts": queries.counts(conn)}
+
+    @mcp.tool()
+    def kg_search(query: str, ontology: str | None = None, project_path: str | None = None,
+                  limit: int = 10) -> list[dict[str, Any]]:
+        """Full-text search over concepts and assertions, best first, with labels."""
+        slug = pick(ontology, project_path)
+        with backend.get(slug).reader() as conn:
+            return queries.search(conn, query, max(1, min(limit, 50)))
+
+    @mcp.tool()
+    def kg_concept(id: str, ontology: str | None = None, project_path: str | None = None) -> dict[str, Any]:
+        """One concept (key or numeric id): its assertions with label, belief, plausibility, conflict,
+        every source for and against, the history of what each source said, and its relations."""
+        slug = pick(ontology, project_path)
+        with backend.get(slug).reader() as conn:
+            data = queries.concept(conn, id)
+        if data is None:
+            raise ValueError(f"no concept {id!r} in {slug!r}; try kg_search")
+        return data
+
+    @mcp.tool()
+    def kg_contested(ontology: str | None = None, project_path: str | None = None) -> list[dict[str, Any]]:
+        """What the evidence disagrees about: CONTESTED and CONTRADICTORY assertions, both sides."""
+        slug = pick(ontology, project_path)
+        with backend.get(slug).reader() as conn:
+            items = queries.assertions(conn, status="CONTESTED") + queries.assertions(conn, status="CONTRADICTORY")
+        return [a.to_json() for a in items]
+
+    @mcp.tool()
+    def kg_ingest(filename: str, content: str, ontology: str | None = None,
+                  project_path: str | None = None) -> dict[str, Any]:
+        """Save a memory: the markdown goes through ingestion (merged, weighed against what other
+        sessions said), not to a file. Returns new / duplicate / rejected with the reason."""
+        slug = pick(ontology, project_path)
+        result = backend.ingest(slug, filename, content.encode("utf-8", "surrogatepass"), Channel.MCP)
+        return {"ontology": slug, **result.to_json()}
+
+    if memory is not None:
+        @mcp.tool()
+        def kg_memory(ontology: str | None = None, project_path: str | None = None) -> str:
+            """The projected MEMORY.md: ranked concepts, disputed assertions, where to read more."""
+            return memory(pick(ontology, project_path))
+
+    return mcp

@@ -1,0 +1,97 @@
+"""`kgbridge serve`: the watcher, the HTTP API and MCP at /mcp in one process, behind one guard.
+
+Invariant: loopback by default; any other bind address needs a token, and then every request must
+carry it. On SIGTERM uvicorn stops accepting and finishes requests in flight, then the lifespan
+stops the watcher, whose workers finish the artifact in hand before the writers close.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, AsyncIterator, Callable
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.routing import Mount
+
+from ontology.backend import Backend
+from ontology.guard import Guard
+from ontology.http import VERSION, routes
+from ontology.mcp_tools import build_mcp
+from ontology.watcher import DropWatcher
+
+log = logging.getLogger("kgbridge.server")
+
+
+class InsecureBind(RuntimeError):
+    """Binding off loopback without a token would expose every ontology to the network."""
+
+
+def is_loopback(host: str) -> bool:
+    if host in {"localhost"}:
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+@dataclass
+class App:
+    backend: Backend
+    watcher: DropWatcher
+    asgi: Guard
+
+    def health(self) -> dict[str, Any]:
+        watcher = self.watcher.status()
+        degraded = self.backend.degraded_writers()
+        healthy = bool(watcher["running"]) and not degraded
+        return {"status": "healthy" if healthy else "degraded", "version": VERSION,
+                "ontologies": self.backend.slugs(), "watcher": watcher, "degraded_writers": degraded,
+                "writers": {slug: vars(state) for slug, state in self.backend.states().items()}}
+
+
+def build_app(root: Path, *, token: str | None = None, allow_remote_hosts: bool = False,
+              watch: bool = True, memory: Callable[[str], str] | None = None) -> App:
+    backend = Backend(root)
+    watcher = DropWatcher(backend)
+    holder: dict[str, App] = {}
+
+    def health() -> dict[str, Any]:
+        return holder["app"].health()
+
+    mcp = build_mcp(backend, health, memory)
+    mcp_app = mcp.streamable_http_app(stateless_http=True, json_response=True,
+                                      # Host/Origin are checked by our Guard for every route alike.
+                                      transport_security=None, host="0.0.0.0")
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        if watch:
+            watcher.start()
+        try:
+            async with mcp.session_manager.run():
+                yield
+        finally:
+            watcher.stop()
+            backend.close()
+
+    starlette = Starlette(routes=[*routes(backend, health, memory), Mount("/", app=mcp_app)], lifespan=lifespan)
+    app = App(backend, watcher, Guard(starlette, token=token, allow_remote_hosts=allow_remote_hosts))
+    holder["app"] = app
+    return app
+
+
+def serve(root: Path, host: str = "127.0.0.1", port: int = 8765, token: str | None = None,
+          memory: Callable[[str], str] | None = None) -> None:
+    remote = not is_loopback(host)
+    if remote and not token:
+        raise InsecureBind(f"refusing to bind {host}: set KG_TOKEN (or --token) to serve off loopback")
+    app = build_app(root, token=token, allow_remote_hosts=remote, memory=memory)
+    config = uvicorn.Config(app.asgi, host=host, port=port, log_level="info", lifespan="on",
+                            timeout_graceful_shutdown=30)
+    uvicorn.Server(config).run()

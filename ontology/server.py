@@ -86,6 +86,17 @@ def build_app(root: Path, *, token: str | None = None, allow_remote_hosts: bool 
     return app
 
 
+class _Server(uvicorn.Server):
+    """uvicorn re-raises a captured SIGTERM after shutting down, so the process would die "by signal"
+    even after a graceful stop; a completed graceful shutdown exits 0 instead."""
+
+    @contextlib.contextmanager
+    def capture_signals(self):  # type: ignore[override]
+        with super().capture_signals():
+            yield
+            getattr(self, "_captured_signals", []).clear()
+
+
 def serve(root: Path, host: str = "127.0.0.1", port: int = 8765, token: str | None = None,
           memory: Callable[[str], str] | None = None) -> None:
     remote = not is_loopback(host)
@@ -94,4 +105,4 @@ def serve(root: Path, host: str = "127.0.0.1", port: int = 8765, token: str | No
     app = build_app(root, token=token, allow_remote_hosts=remote, memory=memory)
     config = uvicorn.Config(app.asgi, host=host, port=port, log_level="info", lifespan="on",
                             timeout_graceful_shutdown=30)
-    uvicorn.Server(config).run()
+    _Server(config).run()

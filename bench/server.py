@@ -1,0 +1,67 @@
+"""Server throughput: `POST /ingest` (sequential and 4 concurrent clients) and the drop directory.
+
+Run: .venv/bin/python bench/server.py [--n 500]
+Starts a real `kgbridge serve` on a free loopback port over a temporary knowledge root; all three
+figures come from one run so their ratios compare like with like on a noisy machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from server_proc import ServerProcess, wait_drained  # noqa: E402
+
+
+def artifact(tag: str, i: int) -> bytes:
+    return (f"---\nname: {tag}-{i}\ndescription: {tag} service {i} retries with backoff {i % 17}\n"
+            f"type: project\n---\n- The {tag} worker {i} drains queue {i % 31} before deploys\n").encode()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--n", type=int, default=500)
+    n = parser.parse_args().n
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "root"
+        ingest = root / "ontology" / "bench" / "ingest"
+        ingest.mkdir(parents=True)
+        with ServerProcess(root) as server, httpx.Client(base_url=server.url, timeout=60) as client:
+            start = time.perf_counter()
+            for i in range(n):
+                client.post("/ingest", json={"ontology": "bench", "filename": f"seq-{i}.md",
+                                             "content": artifact("seq", i).decode()}).raise_for_status()
+            seq = n / (time.perf_counter() - start)
+
+            def post_range(worker: int) -> None:
+                with httpx.Client(base_url=server.url, timeout=60) as c:
+                    for i in range(worker, n, 4):
+                        c.post("/ingest", files={"file": (f"par-{i}.md", artifact("par", i))},
+                               data={"ontology": "bench"}).raise_for_status()
+            start = time.perf_counter()
+            with ThreadPoolExecutor(4) as pool:
+                list(pool.map(post_range, range(4)))
+            par = n / (time.perf_counter() - start)
+
+            start = time.perf_counter()
+            for i in range(n):
+                tmp_path = ingest / f".tmp-drop-{i}.md"
+                tmp_path.write_bytes(artifact("drop", i))
+                os.replace(tmp_path, ingest / f"drop-{i}.md")
+            wait_drained(ingest, timeout=600)
+            drop = n / (time.perf_counter() - start)
+    print(f"POST /ingest, 1 client:   {seq:7.1f} artifacts/s")
+    print(f"POST /ingest, 4 clients:  {par:7.1f} artifacts/s (multipart)")
+    print(f"drop directory:           {drop:7.1f} artifacts/s (tmp + rename until drained)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,92 @@
+"""A real `kgbridge serve` process on a free loopback port, for tests that need the full stack."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+KGBRIDGE = [sys.executable, "-m", "kgbridge.cli"]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class ServerProcess:
+    def __init__(self, root: Path, *, port: int | None = None, token: str | None = None,
+                 extra: list[str] | None = None) -> None:
+        self.root, self.port, self.token = root, port or free_port(), token
+        self.extra = extra or []
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.log = root.parent / f"server-{self.port}.log"
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"} if self.token else {}
+
+    def start(self, timeout: float = 20.0) -> "ServerProcess":
+        env = dict(os.environ)
+        env.pop("KG_TOKEN", None)
+        cmd = [*KGBRIDGE, "serve", "--root", str(self.root), "--port", str(self.port), *self.extra]
+        if self.token:
+            cmd += ["--token", self.token]
+        self.proc = subprocess.Popen(cmd, stdout=open(self.log, "ab"), stderr=subprocess.STDOUT, env=env,
+                                     start_new_session=True)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server exited: {self.log.read_text()[-2000:]}")
+            try:
+                if httpx.get(f"{self.url}/health", headers=self.headers(), timeout=1).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        raise RuntimeError(f"server did not come up: {self.log.read_text()[-2000:]}")
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 30.0) -> int:
+        assert self.proc is not None
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return self.proc.wait()
+
+    def __enter__(self) -> "ServerProcess":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop(signal.SIGKILL if self.proc and self.proc.poll() is None and exc[0] else signal.SIGTERM)
+
+
+def wait_drained(ingest: Path, timeout: float = 60.0) -> None:
+    """Until the drop directory holds no candidate file."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not [p for p in ingest.iterdir() if not p.name.startswith(".")]:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"{ingest} still holds {sorted(p.name for p in ingest.iterdir())[:5]}...")
+
+
+def artifact_rows(db: Path) -> list[tuple[str, str]]:
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        return conn.execute("SELECT s.identity, a.sha256 FROM artifacts a JOIN sources s ON s.id = a.source_id").fetchall()
+    finally:
+        conn.close()

@@ -147,6 +147,97 @@ def search(query: str, root: Optional[Path] = RootOpt, ontology: Optional[str] =
     console.print(table)
 
 
+UrlOpt = typer.Option(None, "--url", envvar="KG_URL", help="HTTP backend base URL (or $KG_URL).")
+ProjectOpt = typer.Option(None, "--project", "-p", help="Project directory (default: current directory).")
+
+
+@app.command()
+def activate(project: Optional[Path] = ProjectOpt, root: Optional[Path] = RootOpt, url: Optional[str] = UrlOpt,
+             transport: str = typer.Option("auto", help="auto | dir | http"), as_json: bool = JsonOpt) -> None:
+    """Opt this project in: create its ontology (drop directory or POST /ontologies), lift a veto."""
+    from kgbridge.activation import WaysFileInvalid, activate as do_activate
+
+    proj = project_mod.resolve(project)
+    try:
+        done = do_activate(proj, root=root, url=url, transport=transport)
+    except (WaysFileInvalid, ValueError, OSError) as exc:
+        err.print(f"[red]{exc}[/red]")
+        raise typer.Exit(2) from None
+    if as_json:
+        print(json.dumps(done))
+    else:
+        console.print(f"[green]active[/green] {done['slug']} via {done['transport']}: {done['target']}")
+
+
+@app.command()
+def deactivate(project: Optional[Path] = ProjectOpt, as_json: bool = JsonOpt) -> None:
+    """Veto this project (hard-off) in .claude/ways.json. Never deletes data."""
+    from kgbridge.activation import WaysFileInvalid, deactivate as do_deactivate
+
+    proj = project_mod.resolve(project)
+    try:
+        path = do_deactivate(proj)
+    except (WaysFileInvalid, OSError) as exc:
+        err.print(f"[red]{exc}[/red]")
+        raise typer.Exit(2) from None
+    if as_json:
+        print(json.dumps({"slug": proj.slug, "state": "hard-off", "ways_file": str(path)}))
+    else:
+        console.print(f"[yellow]hard-off[/yellow] {proj.slug}: veto written to {path}; data untouched")
+
+
+@app.command()
+def status(project: Optional[Path] = ProjectOpt, root: Optional[Path] = RootOpt, as_json: bool = JsonOpt) -> None:
+    """State (inactive / active / hard-off), transport, ingest target, backend, outbox."""
+    from kgbridge.activation import status as do_status
+
+    info = do_status(project_mod.resolve(project), root=root)
+    if as_json:
+        print(json.dumps(info))
+        return
+    table = Table(show_header=False, title=f"kgbridge: {info['slug']}")
+    for key, value in info.items():
+        table.add_row(key, str(value))
+    console.print(table)
+
+
+@app.command()
+def flush(project: Optional[Path] = ProjectOpt, root: Optional[Path] = RootOpt) -> None:
+    """Deliver the outbox and anything new in the memory and ledger directories."""
+    from kgbridge.detect import detect
+    from kgbridge.hook import rescan
+
+    proj = project_mod.resolve(project)
+    detection = detect(proj, root=root, use_cache=False)
+    counts = rescan(proj, detection)
+    console.print(f"{proj.slug}: {detection.state} via {detection.transport}; delivered {counts['delivered']}, "
+                  f"waiting in outbox {counts['outbox']}")
+
+
+@app.command("install-hooks")
+def install_hooks(claude: bool = typer.Option(False, "--claude", help="Claude Code (default)."),
+                  codex: bool = typer.Option(False, "--codex", help="Codex (.codex/hooks.json)."),
+                  user: bool = typer.Option(False, "--user", help="User settings instead of the project's."),
+                  dry_run: bool = typer.Option(False, "--dry-run", help="Show the diff, write nothing."),
+                  uninstall: bool = typer.Option(False, "--uninstall", help="Remove kgbridge's hooks."),
+                  project: Optional[Path] = ProjectOpt) -> None:
+    """Merge kgbridge's hook entries into the harness settings (idempotent; shows the diff)."""
+    from kgbridge.install import AUTO_DREAM_WHY, SettingsInvalid, apply, plan, settings_path
+
+    harness = "codex" if codex and not claude else "claude"
+    path = settings_path(project_mod.resolve(project), harness, "user" if user else "project")
+    try:
+        p = plan(path, harness, uninstall=uninstall)
+    except SettingsInvalid as exc:
+        err.print(f"[red]{exc}[/red]")
+        raise typer.Exit(2) from None
+    console.print(p.diff() or f"{path}: already up to date", markup=False, highlight=False)
+    if harness == "claude" and not uninstall:
+        console.print(AUTO_DREAM_WHY)
+    if not dry_run:
+        apply(p, harness, uninstall=uninstall)
+
+
 @app.command()
 def serve(root: Optional[Path] = RootOpt,
           host: str = typer.Option("127.0.0.1", help="Bind address; off loopback a token is required."),

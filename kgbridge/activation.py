@@ -1,0 +1,130 @@
+"""activate / status / deactivate for one project (CONTRACT §3, ADR-141).
+
+Invariants: deactivate only writes the veto into the project's `.claude/ways.json` (atomically,
+keeping every other key) and never deletes data; activate creates the ontology (drop directory, or
+`POST /ontologies` over HTTP) and lifts a veto; a ways.json that is not valid JSON is never
+overwritten (the user's file is theirs), the verb fails with a clear error instead.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+from kgbridge.detect import HTTP_TIMEOUT_S, detect, forget, http_get
+from kgbridge.project import Project, claude_home, vetoed
+from kgbridge.state import ProjectState, read_json, write_atomic
+from ontology.layout import knowledge_root, ontology_paths
+
+DEFAULT_URL = "http://127.0.0.1:8765"
+# Activation is a deliberate, interactive act; it may wait longer than a hook's probe.
+ACTIVATE_TIMEOUT_S = 5.0
+
+
+class WaysFileInvalid(ValueError):
+    """ways.json exists but is not a JSON object; we refuse to overwrite it."""
+
+
+def _load_ways(path: Path) -> dict[str, object]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    try:
+        data = json.loads(text) if text.strip() else {}
+    except ValueError as exc:
+        raise WaysFileInvalid(f"{path} is not valid JSON ({exc}); fix it by hand") from None
+    if not isinstance(data, dict):
+        raise WaysFileInvalid(f"{path} is not a JSON object; fix it by hand")
+    return data
+
+
+def _set_kg(path: Path, value: bool | None) -> None:
+    """Set (or with None remove) `reflection.kg`, keeping every other key; atomic."""
+    ways = _load_ways(path)
+    reflection = ways.get("reflection")
+    reflection = dict(reflection) if isinstance(reflection, dict) else {}
+    if value is None:
+        if "kg" not in reflection:
+            return
+        reflection.pop("kg")
+    else:
+        reflection["kg"] = value
+    ways["reflection"] = reflection
+    write_atomic(path, (json.dumps(ways, indent=2) + "\n").encode(), mode=0o644)
+
+
+def deactivate(project: Project) -> Path:
+    _set_kg(project.ways_file, False)
+    forget(project)
+    return project.ways_file
+
+
+def activate(project: Project, *, root: Path | None = None, url: str | None = None, token: str | None = None,
+             transport: str = "auto") -> dict[str, object]:
+    """Create the ontology and lift any veto; returns what was done."""
+    reflection = _load_ways(project.ways_file).get("reflection")
+    if isinstance(reflection, dict) and reflection.get("kg") is False:
+        _set_kg(project.ways_file, None)
+    if vetoed(project):  # still vetoed by the user-level file: the project file wins
+        _set_kg(project.ways_file, True)
+    root = knowledge_root(root)
+    url = (url if url is not None else os.environ.get("KG_URL", "")).rstrip("/") or None
+    token = token if token is not None else os.environ.get("KG_TOKEN")
+    use_http = transport == "http" or (transport == "auto" and url is not None and not root.exists())
+    if use_http:
+        if not url:
+            raise ValueError("HTTP activation needs KG_URL (or --url)")
+        import urllib.error
+        import urllib.request
+
+        body = json.dumps({"name": project.slug}).encode()
+        headers = {"Content-Type": "application/json", **({"Authorization": f"Bearer {token}"} if token else {})}
+        request = urllib.request.Request(f"{url}/ontologies", data=body, headers=headers, method="POST")
+        try:
+            with urllib.request.urlopen(request, timeout=ACTIVATE_TIMEOUT_S) as response:  # noqa: S310
+                created = response.status == 201
+        except urllib.error.HTTPError as exc:
+            if exc.code != 409:
+                raise ValueError(f"backend refused activation: HTTP {exc.code}") from None
+            created = False
+        target = f"{url}/ingest"
+    else:
+        ingest = ontology_paths(root, project.slug).ingest
+        created = not ingest.exists()
+        ingest.mkdir(parents=True, exist_ok=True)
+        target = str(ingest)
+    ProjectState(project.slug).mark_known()
+    forget(project)
+    return {"slug": project.slug, "transport": "http" if use_http else "dir", "target": target, "created": created}
+
+
+def backend_health(url: str | None, token: str | None) -> str:
+    try:
+        status, body = http_get(f"{(url or DEFAULT_URL).rstrip('/')}/health", token, HTTP_TIMEOUT_S * 4)
+        return str(json.loads(body or b"{}").get("status", f"HTTP {status}")) if status == 200 else f"HTTP {status}"
+    except (OSError, ValueError):
+        return "unreachable"
+
+
+def status(project: Project, *, root: Path | None = None) -> dict[str, object]:
+    detection = detect(project, root=root, use_cache=False)
+    state = ProjectState(project.slug)
+    last = read_json(state.last_delivery)
+    url = os.environ.get("KG_URL")
+    return {
+        "project": str(project.root),
+        "slug": project.slug,
+        **{k: v for k, v in asdict(detection).items() if k != "cached"},
+        "vetoed": vetoed(project),
+        "knowledge_root": str(knowledge_root(root)),
+        "memory_dir": str(project.memory_dir),
+        "ledger_dir": str(project.ledger_dir),
+        "claude_home": str(claude_home()),
+        "outbox_depth": len(state.outbox_items()),
+        "last_delivery": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(float(last["at"]))) if "at" in last else None,
+        "backend": backend_health(url, os.environ.get("KG_TOKEN")),
+    }

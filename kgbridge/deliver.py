@@ -1,0 +1,138 @@
+"""Deliver one artifact to the knowledge graph, verbatim, or keep it in the outbox until we can.
+
+Invariants: nothing is lost (an artifact is either delivered, or in the outbox, or not ours to
+send); nothing is sent twice (the delivered registry keys on content hash + kind + name); a drop is
+atomic (dot-temp file in the drop directory, then rename to `<kind>.<sha12>.<name>`); no call waits
+longer than its timeout, even on a hung FUSE mount. Standard library only (the hook imports it).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import threading
+import time
+from pathlib import Path
+
+from kgbridge.detect import HTTP_TIMEOUT_S, Detection
+from kgbridge.state import ProjectState
+from ontology.artifact import split_drop_name  # stdlib-only module
+
+# Writing one small file into a live drop directory takes well under a millisecond; a write that
+# has not finished in 250 ms is hung, and the artifact goes to the outbox instead.
+DROP_TIMEOUT_S = 0.25
+# Posting one artifact to a healthy backend on loopback is ~10 ms; allow for a busy single writer.
+POST_TIMEOUT_S = 2.0
+KINDS = ("memory", "ledger", "document")
+
+
+def drop_name(kind: str, data: bytes, name: str) -> str:
+    return f"{kind}.{hashlib.sha256(data).hexdigest()[:12]}.{name}"
+
+
+def registry_key(kind: str, data: bytes, name: str) -> str:
+    """Whitespace-free key for the delivered registry."""
+    encoded = base64.urlsafe_b64encode(name.encode()).decode()
+    return f"{kind}:{hashlib.sha256(data).hexdigest()}:{encoded}"
+
+
+def _drop(ingest: Path, dropped: str, data: bytes) -> None:
+    tmp = ingest / f".tmp-{os.getpid()}-{time.monotonic_ns()}-{dropped}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, ingest / dropped)
+    except BaseException:
+        try:
+            tmp.unlink()
+        except OSError:
+            pass
+        raise
+
+
+def _with_timeout(fn, timeout: float) -> bool:  # type: ignore[no-untyped-def]
+    outcome: list[bool] = []
+
+    def run() -> None:
+        try:
+            fn()
+            outcome.append(True)
+        except OSError:
+            outcome.append(False)
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(timeout)
+    return bool(outcome and outcome[0])
+
+
+def _post(url: str, token: str | None, slug: str, name: str, data: bytes) -> bool:
+    import urllib.error  # lazily: only the HTTP transport pays for it
+    import urllib.request
+
+    body = json.dumps({"ontology": slug, "filename": name, "content": data.decode("utf-8", "replace")}).encode()
+    headers = {"Content-Type": "application/json", **({"Authorization": f"Bearer {token}"} if token else {})}
+    request = urllib.request.Request(url, data=body, headers=headers, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=POST_TIMEOUT_S) as response:  # noqa: S310
+            return response.status == 200
+    except urllib.error.HTTPError as exc:
+        return exc.code == 422  # rejected: the backend kept it with its reason; resending won't help
+    except OSError:
+        return False
+
+
+def send(detection: Detection, slug: str, dropped: str, data: bytes, *, token: str | None = None) -> bool:
+    """One attempt over the detected transport; True when the backend has it."""
+    if detection.transport == "dir" and detection.ingest_target:
+        return _with_timeout(lambda: _drop(Path(detection.ingest_target), dropped, data), DROP_TIMEOUT_S)
+    if detection.transport == "http" and detection.ingest_target:
+        # The drop name carries the kind hint and original name; the backend decodes both.
+        return _post(detection.ingest_target, token if token is not None else os.environ.get("KG_TOKEN"),
+                     slug, dropped, data)
+    return False
+
+
+def deliver(state: ProjectState, detection: Detection, kind: str, name: str, data: bytes,
+            delivered: set[str] | None = None) -> str:
+    """Deliver or enqueue one artifact; returns "delivered", "outbox", "seen" or "skipped"."""
+    key = registry_key(kind, data, name)
+    seen = state.delivered() if delivered is None else delivered
+    if key in seen:
+        return "seen"
+    dropped = drop_name(kind, data, name)
+    if detection.active and send(detection, state.slug, dropped, data):
+        state.record_delivered(key, detection.transport)
+        seen.add(key)
+        return "delivered"
+    if detection.active or state.is_known():
+        if not (state.outbox / dropped).exists():
+            state.put_outbox(dropped, data)
+        return "outbox"
+    return "skipped"  # never activated: a silent no-op
+
+
+def flush(state: ProjectState, detection: Detection) -> tuple[int, int]:
+    """Try every outbox item once; returns (delivered, still waiting)."""
+    if not detection.active:
+        return 0, len(state.outbox_items())
+    delivered = state.delivered()
+    sent = 0
+    for item in state.outbox_items():
+        data = item.read_bytes()
+        hint, original = split_drop_name(item.name)
+        key = registry_key(hint.value if hint else "document", data, original)
+        if key in delivered or send(detection, state.slug, item.name, data):
+            if key not in delivered:
+                state.record_delivered(key, detection.transport)
+                delivered.add(key)
+            item.unlink()
+            sent += 1
+        else:
+            break  # the backend stopped answering: keep order, try the rest later
+    return sent, len(state.outbox_items())

@@ -1,0 +1,159 @@
+"""Is this project's knowledge graph present right now? Fail-safe, bounded, cached.
+
+Invariant: `detect` returns within `BUDGET_S` whatever the backend does. A drop directory counts only
+when the filesystem behind it answers: a FUSE mount at or above the root is stat'ed in a worker
+thread with a timeout, and ENOTCONN (orphaned mount), EIO or a hang read as absent. Over HTTP the
+server must answer `/health` with status "healthy" and know the ontology. Results are cached briefly
+so a hung backend is probed once, not on every hook. Standard library only (the hook imports it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from kgbridge.project import Project, vetoed
+from kgbridge.state import ProjectState, read_json, write_atomic
+from ontology.layout import knowledge_root, ontology_paths
+
+# The whole decision: a hook must not make the agent wait; 300 ms is the ADR-141 budget.
+BUDGET_S = 0.30
+# One stat on a possibly hung FUSE mount; leaves room for the HTTP probe within the budget.
+STAT_TIMEOUT_S = 0.12
+# One HTTP request on loopback answers in a few ms; a backend slower than this is treated as hung.
+HTTP_TIMEOUT_S = 0.12
+# Absent results are cached longer (a dead backend stays dead for a while) than present ones.
+CACHE_ABSENT_S = 20.0
+CACHE_PRESENT_S = 5.0
+
+
+@dataclass(frozen=True)
+class Detection:
+    state: str  # "inactive" | "active" | "hard-off"
+    transport: str  # "dir" | "http" | "none"
+    ingest_target: str | None  # the drop directory or the ingest URL
+    reason: str
+    elapsed_ms: float = 0.0
+    cached: bool = False
+
+    @property
+    def active(self) -> bool:
+        return self.state == "active"
+
+
+def fuse_mounts() -> list[str]:
+    """Mount points of FUSE filesystems, from the kernel's mount table (never hangs)."""
+    try:
+        with open("/proc/self/mounts", encoding="utf-8", errors="replace") as table:
+            lines = table.read().splitlines()
+    except OSError:
+        return []
+    points = []
+    for line in lines:
+        fields = line.split()
+        if len(fields) >= 3 and fields[2].startswith("fuse"):
+            points.append(fields[1].replace("\\040", " ").replace("\\011", "\t").replace("\\134", "\\"))
+    return points
+
+
+def _behind_fuse(path: Path) -> bool:
+    text = os.path.abspath(path)
+    for point in fuse_mounts():
+        if text == point or text.startswith(point.rstrip("/") + "/") or point.startswith(text.rstrip("/") + "/"):
+            return True
+    return False
+
+
+def probe_dir(path: Path, timeout: float) -> tuple[bool, str]:
+    """(present, reason). Stats in a worker thread when a FUSE mount could make the call hang."""
+    def check() -> tuple[bool, str]:
+        try:
+            if not os.path.isdir(path):
+                return False, "no drop directory"
+            os.stat(path)
+            return (True, "drop directory present") if os.access(path, os.W_OK) else (False, "drop directory not writable")
+        except OSError as exc:  # ENOTCONN: orphaned FUSE mount; EIO: half-dead daemon
+            return False, f"drop directory unusable: {os.strerror(exc.errno or 0) or exc}"
+
+    if not _behind_fuse(path):
+        return check()
+    result: list[tuple[bool, str]] = []
+    worker = threading.Thread(target=lambda: result.append(check()), daemon=True)
+    worker.start()
+    worker.join(timeout)
+    return result[0] if result else (False, f"drop directory did not answer within {timeout * 1000:.0f} ms")
+
+
+def http_get(url: str, token: str | None, timeout: float) -> tuple[int, bytes]:
+    import urllib.error  # lazily: ~15 ms of imports the dir-transport hook never needs
+    import urllib.request
+
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"} if token else {})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 - configured URL
+            return response.status, response.read(65536)
+    except urllib.error.HTTPError as exc:
+        return exc.code, b""
+
+
+def probe_http(url: str, slug: str, token: str | None, deadline: float) -> tuple[bool, str]:
+    try:
+        status, body = http_get(f"{url}/health", token, max(0.01, min(HTTP_TIMEOUT_S, deadline - time.monotonic())))
+        health = json.loads(body or b"{}").get("status") if status == 200 else None
+        if health != "healthy":
+            return False, f"backend health is {health or status}"
+        status, _ = http_get(f"{url}/ontologies/{slug}", token,
+                             max(0.01, min(HTTP_TIMEOUT_S, deadline - time.monotonic())))
+        return (True, "ontology exists on backend") if status == 200 else (False, f"ontology not on backend ({status})")
+    except (OSError, ValueError) as exc:  # refused, reset, timed out, garbage
+        return False, f"backend unreachable: {exc}"
+
+
+def detect(project: Project, *, root: Path | None = None, url: str | None = None, token: str | None = None,
+           use_cache: bool = True) -> Detection:
+    start = time.monotonic()
+    if vetoed(project):
+        return Detection("hard-off", "none", None, "vetoed in ways.json")
+    root = knowledge_root(root)
+    url = (url if url is not None else os.environ.get("KG_URL", "")).rstrip("/") or None
+    token = token if token is not None else os.environ.get("KG_TOKEN")
+    state = ProjectState(project.slug)
+    key = f"{root}|{url}"
+    if use_cache:
+        cached = read_json(state.cache)
+        if cached.get("key") == key and time.time() < float(cached.get("until", 0)):  # type: ignore[arg-type]
+            return Detection(**{**cached["detection"], "cached": True})  # type: ignore[arg-type]
+
+    ingest = ontology_paths(root, project.slug).ingest
+    present, reason = probe_dir(ingest, STAT_TIMEOUT_S)
+    if present:
+        found = Detection("active", "dir", str(ingest), reason)
+    elif url:
+        ok, why = probe_http(url, project.slug, token, start + BUDGET_S)
+        found = Detection("active", "http", f"{url}/ingest", why) if ok else \
+            Detection("inactive", "none", None, f"{reason}; {why}")
+    else:
+        found = Detection("inactive", "none", None, reason)
+    found = Detection(found.state, found.transport, found.ingest_target, found.reason,
+                      round((time.monotonic() - start) * 1000, 1))
+    if found.active:
+        state.mark_known()
+    try:
+        ttl = CACHE_PRESENT_S if found.active else CACHE_ABSENT_S
+        write_atomic(state.cache, json.dumps({"key": key, "until": time.time() + ttl,
+                                              "detection": asdict(found)}).encode())
+    except OSError:
+        pass  # a read-only state dir costs only the cache
+    return found
+
+
+def forget(project: Project) -> None:
+    """Drop the cached decision (after activate/deactivate, or a failed delivery)."""
+    try:
+        ProjectState(project.slug).cache.unlink()
+    except OSError:
+        pass

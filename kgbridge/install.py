@@ -1,0 +1,144 @@
+"""Merge kgbridge's hook entries into Claude Code or Codex settings, idempotently and reversibly.
+
+Invariants: other hooks and keys are never touched; our entries are recognised by the
+`kgbridge-hook` command and replaced, so installing twice equals installing once; uninstall removes
+exactly our entries and restores `autoDreamEnabled` to what it was before the first install (the
+previous value is kept in the state directory). A settings file that is not a JSON object is
+refused, never overwritten.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from kgbridge.project import Project, claude_home
+from kgbridge.state import read_json, state_root, write_atomic
+
+MARKER = "kgbridge-hook"
+# Claude Code: capture memory writes as they happen, and rescan at the session's edges.
+# PreToolUse redirects writes into ingestion while the projection is mounted (projection ADR).
+CLAUDE_EVENTS: dict[str, str | None] = {
+    "SessionStart": None, "PreToolUse": "Write|Edit|MultiEdit", "PostToolUse": "Write|Edit|MultiEdit",
+    "Stop": None, "SubagentStop": None, "PreCompact": None, "SessionEnd": None,
+}
+# Codex edits files with apply_patch; it has no SubagentStop/PreCompact/SessionEnd events.
+CODEX_EVENTS: dict[str, str | None] = {"SessionStart": None, "PostToolUse": "apply_patch|Edit|Write", "Stop": None}
+AUTO_DREAM_WHY = ("autoDreamEnabled=false: background consolidation would rewrite memory files behind the "
+                  "projection; kgbridge keeps every version as evidence instead.")
+_ABSENT = "__absent__"
+
+
+class SettingsInvalid(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Plan:
+    path: Path
+    before: str
+    after: str
+
+    @property
+    def changed(self) -> bool:
+        return self.before != self.after
+
+    def diff(self) -> str:
+        return "".join(difflib.unified_diff(self.before.splitlines(True), self.after.splitlines(True),
+                                            f"{self.path} (before)", f"{self.path} (after)"))
+
+
+def hook_command(harness: str) -> str:
+    script = shutil.which(MARKER) or str(Path(sys.executable).parent / MARKER)
+    return f"{script} --harness codex" if harness == "codex" else script
+
+
+def settings_path(project: Project, harness: str, scope: str) -> Path:
+    if harness == "codex":
+        home = Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex")
+        return (project.root / ".codex" if scope == "project" else home) / "hooks.json"
+    return (project.root / ".claude" if scope == "project" else claude_home()) / "settings.json"
+
+
+def _load(path: Path) -> tuple[str, dict[str, object]]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return "", {}
+    try:
+        data = json.loads(text) if text.strip() else {}
+    except ValueError as exc:
+        raise SettingsInvalid(f"{path} is not valid JSON ({exc}); fix it by hand first") from None
+    if not isinstance(data, dict):
+        raise SettingsInvalid(f"{path} is not a JSON object")
+    return text, data
+
+
+def _without_ours(hooks: dict[str, object]) -> dict[str, object]:
+    cleaned: dict[str, object] = {}
+    for event, groups in hooks.items():
+        if not isinstance(groups, list):
+            cleaned[event] = groups
+            continue
+        kept = []
+        for group in groups:
+            if isinstance(group, dict) and isinstance(group.get("hooks"), list):
+                inner = [h for h in group["hooks"] if not (isinstance(h, dict) and MARKER in str(h.get("command", "")))]
+                if inner:
+                    kept.append({**group, "hooks": inner})
+            else:
+                kept.append(group)
+        if kept:
+            cleaned[event] = kept
+    return cleaned
+
+
+def plan(path: Path, harness: str, *, uninstall: bool = False) -> Plan:
+    before, data = _load(path)
+    hooks = data.get("hooks") if isinstance(data.get("hooks"), dict) else {}
+    hooks = _without_ours(hooks)  # type: ignore[arg-type]
+    backups = read_json(state_root() / "install-backup.json")
+    if not uninstall:
+        command = hook_command(harness)
+        for event, matcher in (CODEX_EVENTS if harness == "codex" else CLAUDE_EVENTS).items():
+            group: dict[str, object] = {"hooks": [{"type": "command", "command": command, "timeout": 10}]}
+            if matcher:
+                group = {"matcher": matcher, **group}
+            hooks.setdefault(event, []).append(group)  # type: ignore[union-attr]
+    if hooks:
+        data["hooks"] = hooks
+    else:
+        data.pop("hooks", None)
+    if harness == "claude":
+        if uninstall:
+            previous = backups.get(str(path), {}).get("autoDreamEnabled", _ABSENT)  # type: ignore[union-attr]
+            if previous == _ABSENT:
+                data.pop("autoDreamEnabled", None)
+            else:
+                data["autoDreamEnabled"] = previous
+        else:
+            data["autoDreamEnabled"] = False
+    after = json.dumps(data, indent=2) + "\n" if data or before else ""
+    return Plan(path, before, after)
+
+
+def apply(p: Plan, harness: str, *, uninstall: bool = False) -> None:
+    backup_file = state_root() / "install-backup.json"
+    backups = read_json(backup_file)
+    if harness == "claude" and not uninstall and str(p.path) not in backups:
+        _, data = _load(p.path)
+        backups[str(p.path)] = {"autoDreamEnabled": data.get("autoDreamEnabled", _ABSENT)}
+        write_atomic(backup_file, json.dumps(backups, indent=2).encode())
+    if p.changed:
+        if p.after:
+            write_atomic(p.path, p.after.encode(), mode=0o644)
+        else:
+            p.path.unlink(missing_ok=True)
+    if uninstall and str(p.path) in backups:
+        backups.pop(str(p.path))
+        write_atomic(backup_file, json.dumps(backups, indent=2).encode())

@@ -1,0 +1,116 @@
+"""The bridge's local state per project slug: outbox, delivered hashes, detection cache, markers.
+
+Lives in `$KG_STATE_DIR` (default `$XDG_STATE_HOME/kgbridge`, else `~/.local/state/kgbridge`), never
+inside the knowledge root, so it survives a dead backend. Invariants: every write is atomic
+(tmp + rename) or an O_APPEND line; an artifact is in exactly one of: not yet seen, outbox,
+delivered. Standard library only (the hook imports it).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+STATE_ENV = "KG_STATE_DIR"
+
+
+def state_root() -> Path:
+    explicit = os.environ.get(STATE_ENV)
+    if explicit:
+        return Path(explicit).expanduser()
+    xdg = os.environ.get("XDG_STATE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".local" / "state") / "kgbridge"
+
+
+def write_atomic(path: Path, data: bytes, mode: int = 0o600) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    tmp = path.with_name(f".tmp-{os.getpid()}-{time.monotonic_ns()}-{path.name}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def read_json(path: Path) -> dict[str, object]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+class ProjectState:
+    """State of one slug. Paths only; nothing is created until written."""
+
+    def __init__(self, slug: str, base: Path | None = None) -> None:
+        self.slug = slug
+        self.dir = (base or state_root()) / slug
+        self.outbox = self.dir / "outbox"
+        self.delivered_log = self.dir / "delivered"
+        self.cache = self.dir / "detect.json"
+        self.known_marker = self.dir / "known"
+        self.last_delivery = self.dir / "last-delivery.json"
+        self.lock_path = self.dir / "deliver.lock"
+
+    # -- known: this project was active once, so absence means "backend down", not "opted out" ----
+
+    def mark_known(self) -> None:
+        if not self.known_marker.exists():
+            write_atomic(self.known_marker, b"")
+
+    def is_known(self) -> bool:
+        return self.known_marker.exists()
+
+    # -- delivered registry ------------------------------------------------------------------------
+
+    def delivered(self) -> set[str]:
+        try:
+            return set(self.delivered_log.read_text(encoding="utf-8").split())
+        except OSError:
+            return set()
+
+    def record_delivered(self, key: str, transport: str) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd = os.open(self.delivered_log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        try:
+            os.write(fd, (key + "\n").encode())
+        finally:
+            os.close(fd)
+        write_atomic(self.last_delivery, json.dumps({"at": time.time(), "transport": transport,
+                                                     "key": key}).encode())
+
+    # -- outbox --------------------------------------------------------------------------------------
+
+    def outbox_items(self) -> list[Path]:
+        try:
+            return sorted(p for p in self.outbox.iterdir() if p.is_file() and not p.name.startswith("."))
+        except OSError:
+            return []
+
+    def put_outbox(self, drop_name: str, data: bytes) -> Path:
+        target = self.outbox / drop_name
+        write_atomic(target, data)
+        return target
+
+    @contextmanager
+    def lock(self) -> Iterator[None]:
+        """Serialize delivery workers of one project (hooks can fire close together)."""
+        self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd = os.open(self.lock_path, os.O_WRONLY | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)

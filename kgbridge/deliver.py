@@ -3,7 +3,7 @@
 Invariants: nothing is lost (an artifact is either delivered, or in the outbox, or not ours to
 send); nothing is sent twice (the delivered registry keys on content hash + kind + name); a drop is
 atomic (dot-temp file in the drop directory, then rename to `<kind>.<sha12>.<name>`); no call waits
-longer than its timeout, even on a hung FUSE mount. Standard library only (the hook imports it).
+longer than its timeout, even on a hung FUSE mount (kgbridge.bounded). Standard library only (the hook imports it).
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ import base64
 import hashlib
 import json
 import os
-import threading
 import time
 from pathlib import Path
 
-from kgbridge.detect import HTTP_TIMEOUT_S, Detection
+from kgbridge.bounded import TimedOut, call_bounded
+from kgbridge.detect import Detection, behind_fuse
 from kgbridge.state import ProjectState
 from ontology.artifact import split_drop_name  # stdlib-only module
 
@@ -55,20 +55,16 @@ def _drop(ingest: Path, dropped: str, data: bytes) -> None:
         raise
 
 
-def _with_timeout(fn, timeout: float) -> bool:  # type: ignore[no-untyped-def]
-    outcome: list[bool] = []
-
-    def run() -> None:
-        try:
-            fn()
-            outcome.append(True)
-        except OSError:
-            outcome.append(False)
-
-    worker = threading.Thread(target=run, daemon=True)
-    worker.start()
-    worker.join(timeout)
-    return bool(outcome and outcome[0])
+def _drop_bounded(ingest: Path, dropped: str, data: bytes) -> bool:
+    """Drop the file; behind a FUSE mount in a bounded child, so a hung daemon cannot hold us."""
+    try:
+        if behind_fuse(ingest):
+            call_bounded(lambda: _drop(ingest, dropped, data), DROP_TIMEOUT_S)
+        else:
+            _drop(ingest, dropped, data)
+        return True
+    except (OSError, TimedOut):
+        return False
 
 
 def _post(url: str, token: str | None, slug: str, name: str, data: bytes) -> bool:
@@ -90,7 +86,7 @@ def _post(url: str, token: str | None, slug: str, name: str, data: bytes) -> boo
 def send(detection: Detection, slug: str, dropped: str, data: bytes, *, token: str | None = None) -> bool:
     """One attempt over the detected transport; True when the backend has it."""
     if detection.transport == "dir" and detection.ingest_target:
-        return _with_timeout(lambda: _drop(Path(detection.ingest_target), dropped, data), DROP_TIMEOUT_S)
+        return _drop_bounded(Path(detection.ingest_target), dropped, data)
     if detection.transport == "http" and detection.ingest_target:
         # The drop name carries the kind hint and original name; the backend decodes both.
         return _post(detection.ingest_target, token if token is not None else os.environ.get("KG_TOKEN"),

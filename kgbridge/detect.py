@@ -1,8 +1,8 @@
 """Is this project's knowledge graph present right now? Fail-safe, bounded, cached.
 
 Invariant: `detect` returns within `BUDGET_S` whatever the backend does. A drop directory counts only
-when the filesystem behind it answers: a FUSE mount at or above the root is stat'ed in a worker
-thread with a timeout, and ENOTCONN (orphaned mount), EIO or a hang read as absent. Over HTTP the
+when the filesystem behind it answers: a FUSE mount at or above the root is checked in a bounded
+child process (see kgbridge.bounded), and ENOTCONN (orphaned mount), EIO or a hang read as absent. Over HTTP the
 server must answer `/health` with status "healthy" and know the ontology. Results are cached briefly
 so a hung backend is probed once, not on every hook. Standard library only (the hook imports it).
 """
@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from kgbridge.bounded import ChildFailed, TimedOut, call_bounded
 from kgbridge.project import Project, vetoed
 from kgbridge.state import ProjectState, read_json, write_atomic
 from ontology.layout import knowledge_root, ontology_paths
@@ -60,7 +60,7 @@ def fuse_mounts() -> list[str]:
     return points
 
 
-def _behind_fuse(path: Path) -> bool:
+def behind_fuse(path: Path) -> bool:
     text = os.path.abspath(path)
     for point in fuse_mounts():
         if text == point or text.startswith(point.rstrip("/") + "/") or point.startswith(text.rstrip("/") + "/"):
@@ -68,24 +68,26 @@ def _behind_fuse(path: Path) -> bool:
     return False
 
 
-def probe_dir(path: Path, timeout: float) -> tuple[bool, str]:
-    """(present, reason). Stats in a worker thread when a FUSE mount could make the call hang."""
-    def check() -> tuple[bool, str]:
-        try:
-            if not os.path.isdir(path):
-                return False, "no drop directory"
-            os.stat(path)
-            return (True, "drop directory present") if os.access(path, os.W_OK) else (False, "drop directory not writable")
-        except OSError as exc:  # ENOTCONN: orphaned FUSE mount; EIO: half-dead daemon
-            return False, f"drop directory unusable: {os.strerror(exc.errno or 0) or exc}"
+def _check_dir(path: Path) -> tuple[bool, str]:
+    try:
+        if not os.path.isdir(path):
+            return False, "no drop directory"
+        return (True, "drop directory present") if os.access(path, os.W_OK) else (False, "drop directory not writable")
+    except OSError as exc:  # ENOTCONN: orphaned FUSE mount; EIO: half-dead daemon
+        return False, f"drop directory unusable: {os.strerror(exc.errno or 0) or exc}"
 
-    if not _behind_fuse(path):
-        return check()
-    result: list[tuple[bool, str]] = []
-    worker = threading.Thread(target=lambda: result.append(check()), daemon=True)
-    worker.start()
-    worker.join(timeout)
-    return result[0] if result else (False, f"drop directory did not answer within {timeout * 1000:.0f} ms")
+
+def probe_dir(path: Path, timeout: float) -> tuple[bool, str]:
+    """(present, reason). Behind a FUSE mount the check runs in a bounded child (kgbridge.bounded)."""
+    if not behind_fuse(path):
+        return _check_dir(path)
+    try:
+        present, reason = call_bounded(lambda: _check_dir(path), timeout)  # type: ignore[misc]
+        return bool(present), str(reason)
+    except TimedOut:
+        return False, f"drop directory did not answer within {timeout * 1000:.0f} ms"
+    except ChildFailed as exc:
+        return False, f"drop directory unusable: {exc}"
 
 
 def http_get(url: str, token: str | None, timeout: float) -> tuple[int, bytes]:

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from kgbridge.deliver import deliver, flush
-from kgbridge.detect import Detection, detect, fuse_mounts
+from kgbridge.detect import Detection, behind_fuse, detect, fuse_mounts
 from kgbridge.project import Project, resolve, vetoed
 from kgbridge.state import ProjectState, state_root
 
@@ -38,16 +38,21 @@ def _log(message: str) -> None:
 
 
 def _inside(path: Path, directory: Path) -> bool:
-    try:
-        Path(os.path.realpath(path)).relative_to(os.path.realpath(directory))
+    """Path containment without touching a possibly hung mount: lexical first, then realpath only
+    where no FUSE mount covers either side (symlinked config dirs)."""
+    lexical, base = os.path.abspath(path), os.path.abspath(directory)
+    if lexical == base or lexical.startswith(base.rstrip("/") + "/"):
         return True
-    except ValueError:
+    if behind_fuse(Path(lexical)) or behind_fuse(Path(base)):
         return False
+    real, real_base = os.path.realpath(lexical), os.path.realpath(base)
+    return real == real_base or real.startswith(real_base.rstrip("/") + "/")
 
 
 def projection_mounted(directory: Path) -> bool:
-    """True when `directory` is our own read-only projection: never capture what we projected."""
-    return os.path.realpath(directory) in {os.path.realpath(p) for p in fuse_mounts()}
+    """True when a FUSE filesystem is mounted on `directory` (our projection): never capture what we
+    projected. Compares mount-table strings only; stat'ing a mount point could hang."""
+    return os.path.abspath(directory) in {os.path.abspath(p) for p in fuse_mounts()}
 
 
 def edited_paths(payload: dict, harness: str) -> list[Path]:
@@ -113,8 +118,10 @@ def handle(payload: dict, harness: str = "claude") -> dict | None:
     project = resolve(cwd)
     if event == "PostToolUse":
         memory_dir = project.memory_dir
-        targets = [p for p in edited_paths(payload, harness) if _inside(p, memory_dir) and p.suffix == ".md"]
-        if not targets or vetoed(project) or projection_mounted(memory_dir):
+        if projection_mounted(memory_dir):
+            return None
+        targets = [p for p in edited_paths(payload, harness) if p.suffix == ".md" and _inside(p, memory_dir)]
+        if not targets or vetoed(project):
             return None
         detection = detect(project)
         state = ProjectState(project.slug)

@@ -123,16 +123,17 @@ def plan(path: Path, harness: str, *, uninstall: bool = False) -> Plan:
                 data["autoDreamEnabled"] = previous
         else:
             data["autoDreamEnabled"] = False
-    after = json.dumps(data, indent=2) + "\n" if data or before else ""
+    existed = backups.get(str(path), {}).get("existed", True) if uninstall else True  # type: ignore[union-attr]
+    after = json.dumps(data, indent=2) + "\n" if data or (before and existed) else ""
     return Plan(path, before, after)
 
 
 def apply(p: Plan, harness: str, *, uninstall: bool = False) -> None:
     backup_file = state_root() / "install-backup.json"
     backups = read_json(backup_file)
-    if harness == "claude" and not uninstall and str(p.path) not in backups:
+    if not uninstall and str(p.path) not in backups:  # what to restore: recorded at the first install only
         _, data = _load(p.path)
-        backups[str(p.path)] = {"autoDreamEnabled": data.get("autoDreamEnabled", _ABSENT)}
+        backups[str(p.path)] = {"existed": p.path.exists(), "autoDreamEnabled": data.get("autoDreamEnabled", _ABSENT)}
         write_atomic(backup_file, json.dumps(backups, indent=2).encode())
     if p.changed:
         if p.after:

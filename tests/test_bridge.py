@@ -1,0 +1,262 @@
+"""The bridge: project resolution, activation verbs, and the capture hook as a real process."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from bridge_env import BridgeEnv, drops, wait_for
+from conftest import FIXTURES, ledger
+from kgbridge import project as project_mod
+from server_proc import ServerProcess
+
+MEMORY = FIXTURES / "corpus" / "memory" / "testing-real-db.md"
+
+
+@pytest.fixture
+def bridge(tmp_path: Path) -> BridgeEnv:
+    return BridgeEnv(tmp_path).setup()
+
+
+@pytest.fixture
+def active(bridge: BridgeEnv) -> BridgeEnv:
+    result = bridge.cli("activate")
+    assert result.returncode == 0, result.stderr
+    return bridge
+
+
+def test_slug_and_root_are_stable_through_symlinks(tmp_path, monkeypatch):
+    repo = tmp_path / "My Repo_2"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "src" / "deep").mkdir(parents=True)
+    link = tmp_path / "alias"
+    link.symlink_to(repo)
+    a, b = project_mod.resolve(repo / "src" / "deep"), project_mod.resolve(link)
+    assert a == b and a.slug == "my-repo-2" and a.root == repo.resolve()
+    plain = tmp_path / "notgit"
+    plain.mkdir()
+    assert project_mod.resolve(plain).root == plain.resolve()
+
+
+def test_memory_dir_follows_contract(tmp_path, monkeypatch):
+    repo = tmp_path / "proj.x"
+    (repo / ".git").mkdir(parents=True)
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "cc"))
+    proj = project_mod.resolve(repo)
+    sanitized = "".join(c if c.isalnum() else "-" for c in str(repo.resolve()))
+    assert proj.memory_dir == tmp_path / "cc" / "projects" / sanitized / "memory"
+    (repo / ".claude").mkdir()
+    (repo / ".claude" / "settings.json").write_text(json.dumps({"autoMemoryDirectory": str(tmp_path / "mem")}))
+    assert proj.memory_dir == tmp_path / "mem"
+
+
+def test_activate_status_deactivate_roundtrip_over_drop_directory(bridge):
+    assert bridge.status()["state"] == "inactive"
+    ways = bridge.project / ".claude" / "ways.json"
+    ways.parent.mkdir()
+    ways.write_text(json.dumps({"other": {"keep": 1}, "reflection": {"style": "x"}}))
+    assert bridge.cli("activate").returncode == 0
+    st = bridge.status()
+    assert (st["state"], st["transport"], st["ingest_target"]) == ("active", "dir", str(bridge.ingest))
+    (bridge.root / "ontology" / "shop" / "keep.txt").write_text("data")
+    assert bridge.cli("deactivate").returncode == 0
+    assert bridge.status()["state"] == "hard-off"
+    saved = json.loads(ways.read_text())
+    assert saved == {"other": {"keep": 1}, "reflection": {"style": "x", "kg": False}}
+    assert (bridge.root / "ontology" / "shop" / "keep.txt").read_text() == "data"
+    assert bridge.cli("activate").returncode == 0
+    assert bridge.status()["state"] == "active"
+    assert json.loads(ways.read_text()) == {"other": {"keep": 1}, "reflection": {"style": "x"}}
+
+
+def test_user_level_veto_is_overridden_by_project_activation(bridge):
+    (bridge.claude).mkdir(exist_ok=True)
+    (bridge.claude / "ways.json").write_text(json.dumps({"reflection": {"kg": False}}))
+    assert bridge.status()["state"] == "hard-off"
+    assert bridge.cli("activate").returncode == 0
+    assert bridge.status()["state"] == "active"
+
+
+def test_activate_status_deactivate_roundtrip_over_http(bridge, tmp_path):
+    server_root = tmp_path / "server-root"
+    server_root.mkdir()
+    with ServerProcess(server_root) as server:
+        env = bridge.environ(KG_URL=server.url)
+        assert bridge.status(env)["state"] == "inactive"
+        result = bridge.cli("activate", "--json", env=env)
+        assert result.returncode == 0, result.stderr
+        assert json.loads(result.stdout)["transport"] == "http"
+        st = bridge.status(env)
+        assert (st["state"], st["transport"], st["ingest_target"]) == ("active", "http", f"{server.url}/ingest")
+        assert bridge.hook(bridge.post_tool_use(_memory(bridge)), env=env).returncode == 0
+        assert wait_for(lambda: _artifacts(server_root) == 1)
+        assert bridge.cli("deactivate", env=env).returncode == 0
+        assert bridge.status(env)["state"] == "hard-off"
+        assert bridge.cli("activate", env=env).returncode == 0  # 409 from the backend is fine
+        assert bridge.status(env)["state"] == "active"
+        assert _artifacts(server_root) == 1
+
+
+def _memory(bridge: BridgeEnv, name: str = "testing-real-db.md") -> Path:
+    target = bridge.memory_dir / name
+    target.write_bytes(MEMORY.read_bytes())
+    return target
+
+
+def _artifacts(root: Path, slug: str = "shop") -> int:
+    import sqlite3
+    db = root / "ontology" / slug / "graph.db"
+    if not db.exists():
+        return 0
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        return conn.execute("SELECT count(*) FROM artifacts").fetchone()[0]
+    finally:
+        conn.close()
+
+
+def test_post_tool_use_delivers_memory_file_verbatim_once(active):
+    path = _memory(active)
+    for tool in ("Write", "Edit", "MultiEdit"):
+        result = active.hook(active.post_tool_use(path, tool))
+        assert (result.returncode, result.stdout) == (0, b"")
+    files = drops(active.ingest)
+    assert len(files) == 1
+    assert files[0].name.startswith("memory.") and files[0].name.endswith(".testing-real-db.md")
+    assert files[0].read_bytes() == MEMORY.read_bytes()
+
+
+def test_post_tool_use_outside_memory_dir_is_ignored(active):
+    other = active.project / "notes.md"
+    other.write_text("not a memory file")
+    assert active.hook(active.post_tool_use(other)).returncode == 0
+    assert drops(active.ingest) == []
+
+
+def test_codex_apply_patch_headers_find_memory_files(active):
+    path = _memory(active)
+    patch = f"*** Begin Patch\n*** Update File: {path}\n@@\n-old\n+new\n*** Add File: src/app.py\n+x\n*** End Patch\n"
+    payload = {"session_id": "c1", "cwd": str(active.project), "hook_event_name": "PostToolUse",
+               "tool_name": "apply_patch", "tool_input": {"command": patch}}
+    result = active.hook(payload, "--harness", "codex")
+    assert (result.returncode, result.stdout) == (0, b"")
+    assert [p.name.split(".", 2)[2] for p in drops(active.ingest)] == ["testing-real-db.md"]
+
+
+@pytest.mark.parametrize("event", ["Stop", "SubagentStop", "PreCompact", "SessionEnd", "SessionStart"])
+def test_rescan_events_deliver_ledger_and_memory_once(active, event):
+    _memory(active)
+    for i, name in enumerate(["2026-04-05T1445Z_e001.md", "2026-04-06T1000Z_e001.md"]):
+        (active.ledger_dir / name).write_bytes(ledger(f"s{i}", "- Ship on Tuesdays"))
+    for _ in range(2):
+        result = active.hook(active.event(event))
+        assert (result.returncode, result.stdout) == (0, b"")
+    assert wait_for(lambda: len(drops(active.ingest)) == 3)
+    time.sleep(0.5)  # a second worker must not add copies
+    names = sorted(p.name.split(".", 1)[0] for p in drops(active.ingest))
+    assert names == ["ledger", "ledger", "memory"]
+
+
+def test_session_end_worker_survives_harness_teardown(active):
+    (active.ledger_dir / "2026-04-05T1445Z_e001.md").write_bytes(ledger("s1", "- Ship on Tuesdays"))
+    proc = subprocess.Popen([*__import__("bridge_env").HOOK], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            env=active.environ(), cwd=active.project, start_new_session=True)
+    proc.communicate(json.dumps(active.event("SessionEnd")).encode(), timeout=30)
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)  # the harness tears down the hook's process group
+    except ProcessLookupError:
+        pass
+    assert wait_for(lambda: len(drops(active.ingest)) == 1)
+
+
+def test_vetoed_project_never_flows(active):
+    assert active.cli("deactivate").returncode == 0
+    path = _memory(active)
+    active.hook(active.post_tool_use(path))
+    active.hook(active.event("Stop"))
+    time.sleep(1.0)
+    assert drops(active.ingest) == [] and drops(active.outbox) == []
+
+
+def test_never_activated_project_is_a_silent_noop(bridge):
+    path = _memory(bridge)
+    result = bridge.hook(bridge.post_tool_use(path))
+    assert (result.returncode, result.stdout) == (0, b"")
+    assert not bridge.root.exists() and drops(bridge.outbox) == []
+
+
+@pytest.mark.parametrize("stdin", [b"", b"not json", b"[1, 2]", b'{"hook_event_name": 7}',
+                                   b'{"hook_event_name": "PostToolUse", "tool_input": "x"}',
+                                   b'{"hook_event_name": "PostToolUse", "cwd": "/nonexistent/dir",'
+                                   b' "tool_name": "Write", "tool_input": {"file_path": "/etc/passwd"}}',
+                                   b"\xff\xfe garbage"])
+def test_hook_exits_zero_and_silent_on_bad_payloads(active, stdin):
+    result = active.hook(stdin)
+    assert (result.returncode, result.stdout) == (0, b"")
+
+
+def test_hook_exits_zero_when_state_dir_is_unusable(active, tmp_path):
+    blocker = tmp_path / "blocker"
+    blocker.write_text("a file where a directory should be")
+    env = active.environ(KG_STATE_DIR=str(blocker / "state"))
+    path = _memory(active)
+    result = active.hook(active.post_tool_use(path), env=env)
+    assert (result.returncode, result.stdout) == (0, b"")
+
+
+def test_outbox_waits_then_drains_exactly_once(active):
+    shutil_root = active.root.rename(active.base / "Knowledge-away")  # backend gone
+    path = _memory(active)
+    assert active.hook(active.post_tool_use(path)).returncode == 0
+    assert len(drops(active.outbox)) == 1
+    assert active.status()["outbox_depth"] == 1
+    shutil_root.rename(active.root)  # backend back
+    result = active.cli("flush")
+    assert result.returncode == 0, result.stderr
+    assert len(drops(active.ingest)) == 1 and drops(active.outbox) == []
+    assert active.cli("flush").returncode == 0
+    active.hook(active.event("SessionStart"))
+    time.sleep(1.0)
+    assert len(drops(active.ingest)) == 1
+
+
+def _settings(path: Path) -> dict:
+    return json.loads(path.read_text())
+
+
+def test_install_hooks_round_trips_for_claude(bridge):
+    settings = bridge.project / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    original = {"model": "opus", "autoDreamEnabled": True,
+                "hooks": {"PostToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "lint.sh"}]}]}}
+    settings.write_text(json.dumps(original))
+    assert bridge.cli("install-hooks", "--dry-run").returncode == 0
+    assert _settings(settings) == original
+    assert bridge.cli("install-hooks").returncode == 0
+    once = _settings(settings)
+    assert bridge.cli("install-hooks").returncode == 0
+    assert _settings(settings) == once
+    assert once["autoDreamEnabled"] is False and once["model"] == "opus"
+    commands = [h["command"] for groups in once["hooks"].values() for g in groups for h in g["hooks"]]
+    assert "lint.sh" in commands and sum("kgbridge-hook" in c for c in commands) == 7
+    assert {"SessionStart", "PostToolUse", "Stop", "SubagentStop", "PreCompact", "SessionEnd"} <= set(once["hooks"])
+    assert bridge.cli("install-hooks", "--uninstall").returncode == 0
+    assert _settings(settings) == original
+
+
+def test_install_hooks_round_trips_for_codex(bridge):
+    assert bridge.cli("install-hooks", "--codex").returncode == 0
+    hooks = bridge.project / ".codex" / "hooks.json"
+    data = _settings(hooks)
+    post = data["hooks"]["PostToolUse"][0]
+    assert "apply_patch" in post["matcher"] and post["hooks"][0]["command"].endswith("--harness codex")
+    assert bridge.cli("install-hooks", "--codex").returncode == 0
+    assert _settings(hooks) == data
+    assert bridge.cli("install-hooks", "--codex", "--uninstall").returncode == 0
+    assert not hooks.exists()

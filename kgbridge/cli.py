@@ -205,7 +205,7 @@ def status(project: Optional[Path] = ProjectOpt, root: Optional[Path] = RootOpt,
 def flush(project: Optional[Path] = ProjectOpt, root: Optional[Path] = RootOpt) -> None:
     """Deliver the outbox and anything new in the memory and ledger directories."""
     from kgbridge.detect import detect
-    from kgbridge.hook import rescan
+    from kgbridge.capture import rescan
 
     proj = project_mod.resolve(project)
     detection = detect(proj, root=root, use_cache=False)

@@ -1,169 +1,88 @@
-"""`kgbridge-hook`: what Claude Code and Codex run on hook events. Standard library only.
+"""`kgbridge-hook`: the entry point Claude Code and Codex run on hook events. Standard library only.
 
-Invariants: always exits 0 and prints nothing but a JSON decision where one is needed; returns
-within the detection budget plus a single small file write. A PostToolUse on a memory file is
-delivered inline; rescans (SessionStart, Stop, SubagentStop, PreCompact, SessionEnd) run in a
-detached worker (new session, no inherited pipes) that survives the harness's teardown. Errors are
-logged to `<state>/hook.log`, never shown to the agent.
+Invariants: always exits 0 and prints nothing but a JSON decision where one is needed. Start-up
+imports only json, os and sys, so the common events cost little more than the interpreter: an edit
+that cannot be a memory file (not `.md`) exits at once; rescans (SessionStart, Stop, SubagentStop,
+PreCompact, SessionEnd) fork+exec a detached worker (new session, stdio on /dev/null) that survives
+the harness's teardown; only real work loads `kgbridge.capture`. Errors go to `<state>/hook.log`.
 """
-
-from __future__ import annotations
 
 import json
 import os
-import re
 import sys
-import time
-from pathlib import Path
 
-from kgbridge.deliver import deliver, flush
-from kgbridge.detect import Detection, behind_fuse, detect, fuse_mounts
-from kgbridge.project import Project, resolve, vetoed
-from kgbridge.state import ProjectState, state_root
-
-MAX_PAYLOAD_BYTES = 8 * 1024 * 1024  # hook payloads carry file contents; anything larger is not ours
-WRITE_TOOLS = frozenset({"Write", "Edit", "MultiEdit"})
+MAX_PAYLOAD_BYTES = 8 * 1024 * 1024  # payloads carry file contents; anything larger is not ours
 RESCAN_EVENTS = frozenset({"SessionStart", "Stop", "SubagentStop", "PreCompact", "SessionEnd"})
-_PATCH_HEADER = re.compile(r"^\*\*\* (?:Add File|Update File|Move to): (.+?)\s*$", re.MULTILINE)
 
 
-def _log(message: str) -> None:
-    try:
-        root = state_root()
-        root.mkdir(parents=True, exist_ok=True, mode=0o700)
-        with open(root / "hook.log", "a", encoding="utf-8") as log:
-            log.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {message}\n")
-    except OSError:
-        pass
-
-
-def _inside(path: Path, directory: Path) -> bool:
-    """Path containment without touching a possibly hung mount: lexical first, then realpath only
-    where no FUSE mount covers either side (symlinked config dirs)."""
-    lexical, base = os.path.abspath(path), os.path.abspath(directory)
-    if lexical == base or lexical.startswith(base.rstrip("/") + "/"):
-        return True
-    if behind_fuse(Path(lexical)) or behind_fuse(Path(base)):
-        return False
-    real, real_base = os.path.realpath(lexical), os.path.realpath(base)
-    return real == real_base or real.startswith(real_base.rstrip("/") + "/")
-
-
-def projection_mounted(directory: Path) -> bool:
-    """True when a FUSE filesystem is mounted on `directory` (our projection): never capture what we
-    projected. Compares mount-table strings only; stat'ing a mount point could hang."""
-    return os.path.abspath(directory) in {os.path.abspath(p) for p in fuse_mounts()}
-
-
-def edited_paths(payload: dict, harness: str) -> list[Path]:
-    """Files a PostToolUse changed: `tool_input.file_path`, or an apply_patch's file headers."""
-    tool_input = payload.get("tool_input") or {}
+def _may_touch_markdown(payload: dict) -> bool:
+    """Cheap pre-check: could this tool call have written a `.md` file (a memory file)?"""
+    tool_input = payload.get("tool_input")
     if not isinstance(tool_input, dict):
-        return []
-    cwd = Path(payload.get("cwd") or os.getcwd())
-    tool = payload.get("tool_name") or ""
-    if tool in WRITE_TOOLS and isinstance(tool_input.get("file_path"), str):
-        return [cwd / tool_input["file_path"]]
-    if tool == "apply_patch" or harness == "codex":
-        patch = tool_input.get("command") or tool_input.get("patch") or tool_input.get("input") or ""
-        if isinstance(patch, list):
-            patch = "\n".join(str(part) for part in patch)
-        return [cwd / match for match in _PATCH_HEADER.findall(str(patch))]
-    return []
+        return False
+    path = tool_input.get("file_path")
+    if isinstance(path, str):
+        return path.endswith(".md")
+    patch = tool_input.get("command") or tool_input.get("patch") or tool_input.get("input")
+    return ".md" in (json.dumps(patch) if isinstance(patch, list) else str(patch or ""))
 
 
-def _memory_files(directory: Path) -> list[Path]:
-    try:
-        return sorted(p for p in directory.iterdir() if p.suffix == ".md" and p.is_file() and not p.name.startswith("."))
-    except OSError:
-        return []
-
-
-def rescan(project: Project, detection: Detection) -> dict[str, int]:
-    """Deliver every memory file and ledger entry not yet delivered, then flush the outbox."""
-    state = ProjectState(project.slug)
-    counts = {"delivered": 0, "outbox": 0}
-    with state.lock():
-        delivered = state.delivered()
-        flush(state, detection)
-        sources: list[tuple[str, Path]] = []
-        if not projection_mounted(project.memory_dir):
-            sources += [("memory", p) for p in _memory_files(project.memory_dir)]
-        sources += [("ledger", p) for p in _memory_files(project.ledger_dir)]
-        for kind, path in sources:
-            try:
-                data = path.read_bytes()
-            except OSError:
-                continue
-            outcome = deliver(state, detection, kind, path.name, data, delivered)
-            if outcome in counts:
-                counts[outcome] += 1
-    return counts
-
-
-def _detach(cwd: str) -> None:
-    """Run the rescan in a new session with no inherited pipes: the hook returns now, the work
-    finishes even if the harness tears down its process group (SessionEnd)."""
-    import subprocess  # only rescans pay for it
-
-    subprocess.Popen([sys.executable, "-m", "kgbridge.hook", "--worker", cwd],
-                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                     start_new_session=True, close_fds=True, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
-
-
-def handle(payload: dict, harness: str = "claude") -> dict | None:
-    """Act on one hook event; returns the JSON decision to print, if any."""
-    event = payload.get("hook_event_name") or ""
-    cwd = payload.get("cwd") or os.getcwd()
-    project = resolve(cwd)
-    if event == "PostToolUse":
-        memory_dir = project.memory_dir
-        if projection_mounted(memory_dir):
-            return None
-        targets = [p for p in edited_paths(payload, harness) if p.suffix == ".md" and _inside(p, memory_dir)]
-        if not targets or vetoed(project):
-            return None
-        detection = detect(project)
-        state = ProjectState(project.slug)
-        for path in targets:
-            try:
-                data = path.read_bytes()
-            except OSError:
-                continue
-            deliver(state, detection, "memory", path.name, data)
-        return None
-    if event in RESCAN_EVENTS and not vetoed(project):
-        _detach(str(cwd))
-    return None
-
-
-def _worker(cwd: str) -> None:
-    project = resolve(cwd)
-    if vetoed(project):
+def detach_worker(cwd: str) -> None:
+    """fork + exec the rescan worker in its own session; the hook returns at once."""
+    if os.fork() != 0:
         return
-    rescan(project, detect(project))
-
-
-def main(argv: list[str] | None = None) -> None:
-    args = sys.argv[1:] if argv is None else argv
     try:
-        if args[:1] == ["--worker"] and len(args) > 1:
-            _worker(args[1])
-        else:
-            harness = args[args.index("--harness") + 1] if "--harness" in args[:-1] else "claude"
-            raw = sys.stdin.buffer.read(MAX_PAYLOAD_BYTES + 1)
-            payload = json.loads(raw) if raw.strip() and len(raw) <= MAX_PAYLOAD_BYTES else {}
-            decision = handle(payload if isinstance(payload, dict) else {}, harness)
-            if decision is not None:
-                sys.stdout.write(json.dumps(decision))
+        os.setsid()
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        os.closerange(3, 1024)
+        os.execv(sys.executable, [sys.executable, "-m", "kgbridge.hook", "--worker", cwd])
+    finally:
+        os._exit(0)
+
+
+def run(args: list) -> None:
+    if args[:1] == ["--worker"] and len(args) > 1:
+        from kgbridge import capture
+
+        capture.worker(args[1])
+        return
+    harness = args[args.index("--harness") + 1] if "--harness" in args[:-1] else "claude"
+    raw = sys.stdin.buffer.read(MAX_PAYLOAD_BYTES + 1)
+    payload = json.loads(raw) if raw.strip() and len(raw) <= MAX_PAYLOAD_BYTES else {}
+    if not isinstance(payload, dict):
+        return
+    event = payload.get("hook_event_name")
+    cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else os.getcwd()
+    if event in RESCAN_EVENTS:
+        detach_worker(cwd)
+        return
+    if event in ("PostToolUse", "PreToolUse") and not _may_touch_markdown(payload):
+        return
+    from kgbridge import capture
+
+    decision = capture.handle(payload, harness)
+    if decision is not None:
+        sys.stdout.write(json.dumps(decision))
+
+
+def main(argv=None) -> None:
+    try:
+        run(sys.argv[1:] if argv is None else argv)
     except BaseException as exc:  # noqa: BLE001 - process boundary: a hook must never fail the agent
-        _log(f"hook failed: {type(exc).__name__}: {exc}")
+        try:
+            from kgbridge.capture import log
+
+            log(f"hook failed: {type(exc).__name__}: {exc}")
+        except BaseException:  # noqa: BLE001 - even logging may fail (unusable state dir)
+            pass
     finally:
         try:
             sys.stdout.flush()
         except OSError:
             pass
-        os._exit(0)  # also abandons any worker thread still stuck on a hung mount
+        os._exit(0)  # never wait on anything a hung mount may still hold
 
 
 if __name__ == "__main__":

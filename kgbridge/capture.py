@@ -1,0 +1,127 @@
+"""Capture: what the hook does once it knows there is work. Standard library only.
+
+A PostToolUse on a memory file is delivered inline (bounded by detection's budget plus one small
+write); a rescan delivers every memory file and ledger entry not yet delivered and flushes the
+outbox. Never reads our own projection back (a mount on the memory directory is skipped), and
+never touches a path behind a possibly hung FUSE mount outside a bounded child.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from pathlib import Path
+
+from kgbridge.deliver import deliver, flush
+from kgbridge.detect import Detection, behind_fuse, detect, fuse_mounts
+from kgbridge.project import Project, resolve, vetoed
+from kgbridge.state import ProjectState, state_root
+
+WRITE_TOOLS = frozenset({"Write", "Edit", "MultiEdit"})
+_PATCH_HEADER = re.compile(r"^\*\*\* (?:Add File|Update File|Move to): (.+?)\s*$", re.MULTILINE)
+
+
+def log(message: str) -> None:
+    try:
+        root = state_root()
+        root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        with open(root / "hook.log", "a", encoding="utf-8") as log:
+            log.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {message}\n")
+    except OSError:
+        pass
+
+
+def _inside(path: Path, directory: Path) -> bool:
+    """Path containment without touching a possibly hung mount: lexical first, then realpath only
+    where no FUSE mount covers either side (symlinked config dirs)."""
+    lexical, base = os.path.abspath(path), os.path.abspath(directory)
+    if lexical == base or lexical.startswith(base.rstrip("/") + "/"):
+        return True
+    if behind_fuse(Path(lexical)) or behind_fuse(Path(base)):
+        return False
+    real, real_base = os.path.realpath(lexical), os.path.realpath(base)
+    return real == real_base or real.startswith(real_base.rstrip("/") + "/")
+
+
+def projection_mounted(directory: Path) -> bool:
+    """True when a FUSE filesystem is mounted on `directory` (our projection): never capture what we
+    projected. Compares mount-table strings only; stat'ing a mount point could hang."""
+    return os.path.abspath(directory) in {os.path.abspath(p) for p in fuse_mounts()}
+
+
+def edited_paths(payload: dict, harness: str) -> list[Path]:
+    """Files a PostToolUse changed: `tool_input.file_path`, or an apply_patch's file headers."""
+    tool_input = payload.get("tool_input") or {}
+    if not isinstance(tool_input, dict):
+        return []
+    cwd = Path(payload.get("cwd") or os.getcwd())
+    tool = payload.get("tool_name") or ""
+    if tool in WRITE_TOOLS and isinstance(tool_input.get("file_path"), str):
+        return [cwd / tool_input["file_path"]]
+    if tool == "apply_patch" or harness == "codex":
+        patch = tool_input.get("command") or tool_input.get("patch") or tool_input.get("input") or ""
+        if isinstance(patch, list):
+            patch = "\n".join(str(part) for part in patch)
+        return [cwd / match for match in _PATCH_HEADER.findall(str(patch))]
+    return []
+
+
+def _memory_files(directory: Path) -> list[Path]:
+    try:
+        return sorted(p for p in directory.iterdir() if p.suffix == ".md" and p.is_file() and not p.name.startswith("."))
+    except OSError:
+        return []
+
+
+def rescan(project: Project, detection: Detection) -> dict[str, int]:
+    """Deliver every memory file and ledger entry not yet delivered, then flush the outbox."""
+    state = ProjectState(project.slug)
+    counts = {"delivered": 0, "outbox": 0}
+    with state.lock():
+        delivered = state.delivered()
+        flush(state, detection)
+        sources: list[tuple[str, Path]] = []
+        if not projection_mounted(project.memory_dir):
+            sources += [("memory", p) for p in _memory_files(project.memory_dir)]
+        sources += [("ledger", p) for p in _memory_files(project.ledger_dir)]
+        for kind, path in sources:
+            try:
+                data = path.read_bytes()
+            except OSError:
+                continue
+            outcome = deliver(state, detection, kind, path.name, data, delivered)
+            if outcome in counts:
+                counts[outcome] += 1
+    return counts
+
+
+def handle(payload: dict, harness: str = "claude") -> dict | None:
+    """Act on one non-rescan hook event; returns the JSON decision to print, if any."""
+    event = payload.get("hook_event_name") or ""
+    cwd = payload.get("cwd") or os.getcwd()
+    project = resolve(cwd)
+    if event == "PostToolUse":
+        memory_dir = project.memory_dir
+        if projection_mounted(memory_dir):
+            return None
+        targets = [p for p in edited_paths(payload, harness) if p.suffix == ".md" and _inside(p, memory_dir)]
+        if not targets or vetoed(project):
+            return None
+        detection = detect(project)
+        state = ProjectState(project.slug)
+        for path in targets:
+            try:
+                data = path.read_bytes()
+            except OSError:
+                continue
+            deliver(state, detection, "memory", path.name, data)
+        return None
+    return None
+
+
+def worker(cwd: str) -> None:
+    project = resolve(cwd)
+    if vetoed(project):
+        return
+    rescan(project, detect(project))

@@ -13,6 +13,7 @@ import re
 import time
 from pathlib import Path
 
+from kgbridge.bounded import TimedOut, call_bounded
 from kgbridge.deliver import deliver, flush
 from kgbridge.detect import Detection, behind_fuse, detect, fuse_mounts
 from kgbridge.project import Project, resolve, vetoed
@@ -96,11 +97,58 @@ def rescan(project: Project, detection: Detection) -> dict[str, int]:
     return counts
 
 
+def intended_content(tool: str, tool_input: dict, current: str) -> str | None:
+    """What a Write/Edit/MultiEdit would have left in the file."""
+    if tool == "Write":
+        content = tool_input.get("content")
+        return content if isinstance(content, str) else None
+    edits = tool_input.get("edits") if tool == "MultiEdit" else [tool_input]
+    text = current
+    for edit in edits if isinstance(edits, list) else []:
+        old, new = edit.get("old_string"), edit.get("new_string")
+        if not isinstance(old, str) or not isinstance(new, str):
+            return None
+        text = text.replace(old, new) if edit.get("replace_all") else text.replace(old, new, 1)
+    return text
+
+
+def redirect_write(payload: dict, project: Project) -> dict | None:
+    """PreToolUse on the mounted memory slot: send the intended content to ingestion and deny the
+    write (the mount is read-only), telling the agent where its memory went."""
+    tool = payload.get("tool_name") or ""
+    tool_input = payload.get("tool_input") or {}
+    path = tool_input.get("file_path") if isinstance(tool_input, dict) else None
+    memory_dir = project.memory_dir
+    if tool not in WRITE_TOOLS or not isinstance(path, str) or not projection_mounted(memory_dir):
+        return None
+    target = Path(payload.get("cwd") or os.getcwd()) / path
+    if not _inside(target, memory_dir) or vetoed(project):
+        return None
+    current = ""
+    if tool != "Write":
+        try:
+            current = call_bounded(lambda: target.read_text(encoding="utf-8"), 1.0)  # type: ignore[assignment]
+        except (OSError, TimedOut):
+            current = ""
+    content = intended_content(tool, tool_input, str(current))
+    if content is None:
+        return None
+    outcome = deliver(ProjectState(project.slug), detect(project), "memory", target.name, content.encode("utf-8"))
+    where = "the knowledge graph" if outcome in ("delivered", "seen") else "the kgbridge outbox (backend away)"
+    reason = (f"Saved to {where} instead: this memory directory is kgbridge's read-only projection. "
+              f"{target.name} will be merged and weighed against what other sessions said; MEMORY.md and "
+              f"the topic files show the result (also MCP kg_search / kg_concept).")
+    return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
+                                   "permissionDecisionReason": reason}}
+
+
 def handle(payload: dict, harness: str = "claude") -> dict | None:
     """Act on one non-rescan hook event; returns the JSON decision to print, if any."""
     event = payload.get("hook_event_name") or ""
     cwd = payload.get("cwd") or os.getcwd()
     project = resolve(cwd)
+    if event == "PreToolUse":
+        return redirect_write(payload, project)
     if event == "PostToolUse":
         memory_dir = project.memory_dir
         if projection_mounted(memory_dir):

@@ -239,6 +239,45 @@ def install_hooks(claude: bool = typer.Option(False, "--claude", help="Claude Co
 
 
 @app.command()
+def mount(at: Optional[Path] = typer.Option(None, "--at", help="Mount point (default: the project's memory dir)."),
+          ontology: Optional[str] = OntologyOpt, root: Optional[Path] = RootOpt,
+          overlay: bool = typer.Option(True, help="Keep the directory's own files visible (read-only).")) -> None:
+    """Mount the read-only projection (MEMORY.md + topic files) over the agent's memory slot."""
+    from projection.mount import mount as do_mount
+
+    proj = project_mod.resolve()
+    target = at or proj.memory_dir
+    try:
+        pid = do_mount(knowledge_root(root), _slug(ontology), target, overlay=overlay)
+    except (RuntimeError, OntologyMissing, OSError) as exc:
+        err.print(f"[red]{exc}[/red]")
+        raise typer.Exit(2) from None
+    console.print(f"mounted {_slug(ontology)} at {target} (daemon pid {pid}); `kgbridge unmount` to restore")
+
+
+@app.command()
+def unmount(at: Optional[Path] = typer.Option(None, "--at", help="Mount point (default: the project's memory dir)."),
+            ontology: Optional[str] = OntologyOpt) -> None:
+    """Unmount the projection (lazily if busy or orphaned); the host directory is left as it was."""
+    from projection.mount import unmount as do_unmount
+
+    target = at or project_mod.resolve().memory_dir
+    was = do_unmount(target, _slug(ontology))
+    console.print(f"unmounted {target}" if was else f"nothing mounted at {target}")
+
+
+@app.command("project")
+def project_cmd(to: Path = typer.Option(..., "--to", help="Directory to write MEMORY.md and topic files into."),
+                ontology: Optional[str] = OntologyOpt, root: Optional[Path] = RootOpt) -> None:
+    """Write the projection as plain files (where FUSE is unavailable)."""
+    from projection.snapshot import ProjectionView, materialize
+
+    onto = _open(root, ontology)
+    names = materialize(ProjectionView(onto), to)
+    console.print(f"wrote {len(names)} files to {to}")
+
+
+@app.command()
 def serve(root: Optional[Path] = RootOpt,
           host: str = typer.Option("127.0.0.1", help="Bind address; off loopback a token is required."),
           port: int = typer.Option(8765, help="TCP port."),

@@ -59,6 +59,7 @@ def build_app(root: Path, *, token: str | None = None, allow_remote_hosts: bool 
               watch: bool = True, memory: Callable[[str], str] | None = None) -> App:
     backend = Backend(root)
     watcher = DropWatcher(backend)
+    memory = memory or projected_memory(backend)
     holder: dict[str, App] = {}
 
     def health() -> dict[str, Any]:
@@ -95,6 +96,20 @@ class _Server(uvicorn.Server):
         with super().capture_signals():
             yield
             getattr(self, "_captured_signals", []).clear()
+
+
+def projected_memory(backend: Backend) -> Callable[[str], str]:
+    """MEMORY.md as the projection renders it, for GET /ontologies/{slug}/memory and kg_memory."""
+    from projection.snapshot import MEMORY_NAME, ProjectionView
+
+    views: dict[str, ProjectionView] = {}
+
+    def render(slug: str) -> str:
+        view = views.get(slug)
+        if view is None:
+            view = views[slug] = ProjectionView(backend.get(slug))
+        return (view.read(MEMORY_NAME) or b"").decode("utf-8")
+    return render
 
 
 def serve(root: Path, host: str = "127.0.0.1", port: int = 8765, token: str | None = None,

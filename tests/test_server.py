@@ -196,3 +196,19 @@ def test_restart_mid_burst_loses_and_doubles_nothing(root, shop):
         wait_drained(shop)
     rows = artifact_rows(root / "ontology" / "shop" / "graph.db")
     assert len(rows) == 300 == len(set(rows))
+
+
+def test_memory_route_and_kg_memory_serve_the_projection(server):
+    data = (FIXTURES / "corpus" / "memory" / "testing-real-db.md").read_text()
+    httpx.post(f"{server.url}/ingest", json={"ontology": "shop", "filename": "testing-real-db.md", "content": data})
+    r = httpx.get(f"{server.url}/ontologies/shop/memory")
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/markdown")
+    assert r.text.startswith("# Memory: shop") and "testing-real-db.md" in r.text
+    assert len(r.content) <= 24_000
+    assert httpx.get(f"{server.url}/ontologies/nope/memory").status_code == 404
+
+    async def run() -> str:
+        async with Client(f"{server.url}/mcp") as client:
+            result = await client.call_tool("kg_memory", {"ontology": "shop"})
+            return result.content[0].text
+    assert asyncio.run(run()) == r.text

@@ -1,0 +1,145 @@
+"""The read-only FUSE filesystem that shows the projection in the agent's memory slot.
+
+Invariants: mounted `ro`; every write-type operation answers EROFS; attribute and entry caching are
+off and files use direct I/O, so a reader never sees a stale size or a cut-off file; each `open`
+takes one snapshot of the file's bytes and serves every read of that handle from it. Overlay: the
+directory's own files stay visible (read-only) through a directory fd opened before mounting; the
+projection's MEMORY.md and topic files take precedence over same-named host files.
+"""
+
+from __future__ import annotations
+
+import errno
+import itertools
+import os
+import stat
+import threading
+import time
+from pathlib import Path
+
+from mfusepy import FUSE, FuseOSError, Operations
+
+from projection.snapshot import ProjectionView
+
+# Every mount option the read-only, never-stale promise needs; fsname/subtype make it recognisable.
+MOUNT_OPTIONS = {"ro": True, "fsname": "kgbridge", "subtype": "kgbridge", "attr_timeout": 0,
+                 "entry_timeout": 0, "negative_timeout": 0, "direct_io": True, "default_permissions": True}
+
+
+def _erofs(*_args: object, **_kwargs: object) -> int:
+    raise FuseOSError(errno.EROFS)
+
+
+class ProjectionFS(Operations):
+    def __init__(self, view: ProjectionView, host_fd: int | None = None) -> None:
+        self.view = view
+        self.host_fd = host_fd  # the memory directory underneath, opened before mounting
+        self.started = time.time()
+        self._handles: dict[int, bytes] = {}
+        self._counter = itertools.count(1)
+        self._lock = threading.Lock()
+
+    # -- helpers ----------------------------------------------------------------------------------
+
+    def _host_names(self) -> list[str]:
+        if self.host_fd is None:
+            return []
+        try:
+            return sorted(n for n in os.listdir(self.host_fd) if not n.startswith("."))
+        except OSError:
+            return []
+
+    def _host_stat(self, name: str) -> os.stat_result | None:
+        if self.host_fd is None or "/" in name:
+            return None
+        try:
+            st = os.stat(name, dir_fd=self.host_fd, follow_symlinks=False)
+        except OSError:
+            return None
+        return st if stat.S_ISREG(st.st_mode) else None
+
+    def _file_attrs(self, size: int, mtime: float) -> dict[str, object]:
+        return {"st_mode": stat.S_IFREG | 0o444, "st_nlink": 1, "st_size": size, "st_uid": os.getuid(),
+                "st_gid": os.getgid(), "st_atime": mtime, "st_mtime": mtime, "st_ctime": mtime}
+
+    # -- read side --------------------------------------------------------------------------------
+
+    def getattr(self, path: str, fh: int | None = None) -> dict[str, object]:
+        if path == "/":
+            return {"st_mode": stat.S_IFDIR | 0o555, "st_nlink": 2, "st_uid": os.getuid(), "st_gid": os.getgid(),
+                    "st_atime": self.started, "st_mtime": time.time(), "st_ctime": self.started}
+        name = path.lstrip("/")
+        if fh is not None and fh in self._handles:
+            return self._file_attrs(len(self._handles[fh]), time.time())
+        data = self.view.read(name)
+        if data is not None:
+            return self._file_attrs(len(data), time.time())
+        st = self._host_stat(name)
+        if st is not None:
+            return self._file_attrs(st.st_size, st.st_mtime)
+        raise FuseOSError(errno.ENOENT)
+
+    def readdir(self, path: str, fh: int) -> list[str]:
+        if path != "/":
+            raise FuseOSError(errno.ENOTDIR)
+        names = dict.fromkeys(self.view.names())
+        names.update(dict.fromkeys(n for n in self._host_names() if self._host_stat(n) is not None))
+        return [".", "..", *names]
+
+    def open(self, path: str, flags: int) -> int:
+        if flags & (os.O_WRONLY | os.O_RDWR | os.O_TRUNC | os.O_APPEND):
+            raise FuseOSError(errno.EROFS)
+        name = path.lstrip("/")
+        data = self.view.read(name)
+        if data is None and self._host_stat(name) is not None:
+            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=self.host_fd)
+            try:
+                chunks = []
+                while chunk := os.read(fd, 1 << 20):
+                    chunks.append(chunk)
+                data = b"".join(chunks)
+            finally:
+                os.close(fd)
+        if data is None:
+            raise FuseOSError(errno.ENOENT)
+        with self._lock:
+            handle = next(self._counter)
+            self._handles[handle] = data  # the snapshot this handle serves, whatever ingests follow
+        return handle
+
+    def read(self, path: str, size: int, offset: int, fh: int) -> bytes:
+        data = self._handles.get(fh)
+        if data is None:
+            raise FuseOSError(errno.EBADF)
+        return data[offset : offset + size]
+
+    def release(self, path: str, fh: int) -> int:
+        with self._lock:
+            self._handles.pop(fh, None)
+        return 0
+
+    def statfs(self, path: str) -> dict[str, int]:
+        return {"f_bsize": 4096, "f_frsize": 4096, "f_blocks": 0, "f_bfree": 0, "f_bavail": 0, "f_files": 0,
+                "f_ffree": 0, "f_favail": 0, "f_flag": os.ST_RDONLY, "f_namemax": 255}
+
+    def access(self, path: str, amode: int) -> int:
+        if amode & os.W_OK:
+            raise FuseOSError(errno.EROFS)
+        self.getattr(path)
+        return 0
+
+    # -- write side: read-only, every one of them -----------------------------------------------
+
+    create = write = truncate = unlink = rename = mkdir = rmdir = _erofs
+    chmod = chown = utimens = symlink = link = mknod = setxattr = removexattr = fallocate = _erofs
+
+
+def run(view: ProjectionView, mountpoint: Path, *, overlay: bool = True) -> None:
+    """Mount in the foreground until unmounted (the daemon process body)."""
+    host_fd = os.open(mountpoint, os.O_RDONLY | os.O_DIRECTORY) if overlay else None
+    try:
+        FUSE(ProjectionFS(view, host_fd), str(mountpoint), foreground=True, nothreads=False,
+             nonempty=overlay, **MOUNT_OPTIONS)
+    finally:
+        if host_fd is not None:
+            os.close(host_fd)

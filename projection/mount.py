@@ -1,0 +1,104 @@
+"""Mount and unmount the projection; the daemon process body lives here too.
+
+Invariants: before mounting over a populated directory, every host file is ingested (nothing of
+theirs is lost, and it stays on disk untouched underneath); `unmount` leaves no mount behind even
+when the daemon was killed (orphaned, ENOTCONN) or a reader keeps it busy (lazy unmount), and the
+host directory is exactly as it was.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from kgbridge.state import ProjectState
+from ontology.artifact import Channel, Kind, drop_name
+from ontology.ingest import Ontology
+
+MOUNT_WAIT_S = 15.0
+
+
+def is_mounted(point: Path) -> bool:
+    target = os.path.abspath(point)
+    try:
+        with open("/proc/self/mounts", encoding="utf-8", errors="replace") as table:
+            return any(len(f := line.split()) > 1 and f[1].replace("\\040", " ") == target for line in table)
+    except OSError:
+        return False
+
+
+def ingest_host_files(onto: Ontology, directory: Path) -> int:
+    """Ingest the memory directory's own files (as memory artifacts) before covering it."""
+    count = 0
+    for path in sorted(directory.glob("*.md")):
+        if path.is_file() and not path.name.startswith("."):
+            data = path.read_bytes()
+            import hashlib
+            onto.ingest(drop_name(Kind.MEMORY, hashlib.sha256(data).hexdigest(), path.name), data, Channel.CLI)
+            count += 1
+    return count
+
+
+def mount(root: Path, slug: str, at: Path, *, overlay: bool = True) -> int:
+    """Mount the projection of `slug` at `at`; returns the daemon pid."""
+    if is_mounted(at):
+        raise RuntimeError(f"{at} is already a mount point; `kgbridge unmount` first")
+    at.mkdir(parents=True, exist_ok=True)
+    onto = Ontology(root, slug)
+    ingest_host_files(onto, at)
+    onto.close()
+    state = ProjectState(slug)
+    state.dir.mkdir(parents=True, exist_ok=True)
+    log = open(state.dir / "mount.log", "ab")
+    proc = subprocess.Popen([sys.executable, "-m", "projection.mount", "--daemon", "--root", str(root),
+                             "--ontology", slug, "--at", str(at), *([] if overlay else ["--no-overlay"])],
+                            stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
+    deadline = time.monotonic() + MOUNT_WAIT_S
+    while not is_mounted(at):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            raise RuntimeError(f"projection did not mount at {at}; see {state.dir / 'mount.log'}")
+        time.sleep(0.05)
+    (state.dir / "mount.pid").write_text(f"{proc.pid}\n{os.path.abspath(at)}\n")
+    return proc.pid
+
+
+def unmount(at: Path, slug: str | None = None) -> bool:
+    """Unmount (lazily if busy or orphaned) and stop the daemon; True if something was mounted."""
+    was = is_mounted(at)
+    for args in (["fusermount", "-u", str(at)], ["fusermount", "-uz", str(at)]):
+        if not is_mounted(at):
+            break
+        subprocess.run(args, capture_output=True, timeout=15)
+    if slug:
+        pid_file = ProjectState(slug).dir / "mount.pid"
+        try:
+            pid = int(pid_file.read_text().split()[0])
+            os.kill(pid, signal.SIGTERM)
+        except (OSError, ValueError, IndexError):
+            pass
+        pid_file.unlink(missing_ok=True)
+    return was
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="kgbridge projection daemon (started by `kgbridge mount`)")
+    parser.add_argument("--daemon", action="store_true")
+    parser.add_argument("--root", required=True)
+    parser.add_argument("--ontology", required=True)
+    parser.add_argument("--at", required=True)
+    parser.add_argument("--no-overlay", action="store_true")
+    args = parser.parse_args()
+    from projection.fuse import run
+    from projection.snapshot import ProjectionView
+
+    run(ProjectionView(Ontology(Path(args.root), args.ontology)), Path(args.at), overlay=not args.no_overlay)
+
+
+if __name__ == "__main__":
+    main()

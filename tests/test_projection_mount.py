@@ -1,0 +1,149 @@
+"""The projection through a real FUSE mount: shell tools see it, writes get EROFS, new ingests
+show up with the right size, overlay keeps host files, unmount cleans up even after a crash."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from bridge_env import BridgeEnv
+from conftest import FIXTURES, memory
+from fuse_helpers import requires_fuse, unmount
+from ontology.artifact import Channel
+from ontology.ingest import Ontology
+
+pytestmark = requires_fuse
+
+
+@pytest.fixture
+def env(tmp_path: Path):
+    bridge = BridgeEnv(tmp_path).setup()
+    assert bridge.cli("activate").returncode == 0
+    onto = Ontology(bridge.root, "shop")
+    for path in sorted((FIXTURES / "corpus").rglob("*.md")):
+        if path.name != "MEMORY.md":
+            onto.ingest_path(path)
+    onto.close()
+    (bridge.memory_dir / "host-note.md").write_text("---\nname: host-note\ndescription: kept by the host\n"
+                                                   "type: user\n---\nThe user prefers tabs.\n")
+    (bridge.memory_dir / "MEMORY.md").write_text("- [Host note](host-note.md) — tabs\n")
+    before = {p.name: p.read_bytes() for p in bridge.memory_dir.iterdir()}
+    result = bridge.cli("mount")
+    assert result.returncode == 0, result.stderr
+    yield bridge, before
+    bridge.cli("unmount")
+    unmount(bridge.memory_dir)
+
+
+def sh(*args: str) -> str:
+    return subprocess.run(args, capture_output=True, text=True, timeout=30, check=True).stdout
+
+
+def test_shell_tools_see_the_projection(env):
+    bridge, _ = env
+    mem = bridge.memory_dir
+    listing = sh("ls", str(mem)).split()
+    assert "MEMORY.md" in listing and "testing-real-db.md" in listing and "host-note.md" in listing
+    text = sh("cat", str(mem / "MEMORY.md"))
+    assert text.startswith("# Memory: shop") and "CONTESTED" in text
+    assert "testing-real-db.md" in sh("grep", "-rl", "CONTESTED", str(mem))
+    size = int(sh("stat", "-c", "%s", str(mem / "MEMORY.md")))
+    assert size == len(text.encode())
+    assert "fuse.kgbridge" in Path("/proc/self/mounts").read_text()
+    assert "## CONTESTED" in sh("cat", str(mem / "testing-real-db.md"))
+
+
+@pytest.mark.parametrize("operation", [
+    lambda m: os.open(m / "new.md", os.O_WRONLY | os.O_CREAT, 0o644),
+    lambda m: os.open(m / "MEMORY.md", os.O_WRONLY),
+    lambda m: os.truncate(m / "MEMORY.md", 0),
+    lambda m: os.unlink(m / "MEMORY.md"),
+    lambda m: os.rename(m / "MEMORY.md", m / "x.md"),
+    lambda m: os.mkdir(m / "sub"),
+    lambda m: os.rmdir(m / "sub"),
+    lambda m: os.chmod(m / "MEMORY.md", 0o777),
+    lambda m: os.chown(m / "MEMORY.md", 0, 0),
+    lambda m: os.utime(m / "MEMORY.md", (1, 1)),
+    lambda m: os.symlink("/etc/passwd", m / "link.md"),
+], ids=["create", "open-write", "truncate", "unlink", "rename", "mkdir", "rmdir", "chmod", "chown",
+        "utimens", "symlink"])
+def test_every_write_gets_erofs(env, operation):
+    bridge, _ = env
+    with pytest.raises(OSError) as caught:
+        operation(bridge.memory_dir)
+    assert caught.value.errno == errno.EROFS
+
+
+def test_new_ingest_shows_up_with_the_right_size_without_remount(env):
+    bridge, _ = env
+    path = bridge.memory_dir / "MEMORY.md"
+    before = path.read_bytes()
+    onto = Ontology(bridge.root, "shop")
+    onto.ingest("deploys.md", memory("deploys", "Deploys happen only from the main branch"), Channel.CLI)
+    onto.close()
+    after = path.read_bytes()
+    assert after != before and b"deploys.md" in after
+    assert os.stat(path).st_size == len(after)
+    assert "deploys.md" in os.listdir(bridge.memory_dir)
+
+
+def test_overlay_keeps_host_files_and_unmount_restores_them(env):
+    bridge, before = env
+    mem = bridge.memory_dir
+    assert (mem / "MEMORY.md").read_text().startswith("# Memory: shop")  # the projection replaced the host's
+    assert b"tabs" in (mem / "host-note.md").read_bytes()  # host file was ingested: its topic shows it
+    assert bridge.cli("unmount").returncode == 0
+    assert {p.name: p.read_bytes() for p in mem.iterdir()} == before
+
+
+def test_unmount_cleans_up_an_orphaned_mount(env):
+    bridge, before = env
+    pid = int((bridge.state / "shop" / "mount.pid").read_text().split()[0])
+    os.kill(pid, signal.SIGKILL)
+    time.sleep(0.3)
+    with pytest.raises(OSError) as caught:
+        os.listdir(bridge.memory_dir)
+    assert caught.value.errno == errno.ENOTCONN
+    assert bridge.cli("unmount").returncode == 0
+    assert {p.name: p.read_bytes() for p in bridge.memory_dir.iterdir()} == before
+
+
+def test_pre_tool_use_write_is_redirected_into_ingestion(env):
+    bridge, _ = env
+    target = bridge.memory_dir / "ci-notes.md"
+    content = "---\nname: ci-notes\ndescription: CI caches pip wheels\ntype: project\n---\nCache the wheels.\n"
+    payload = {"session_id": "s1", "cwd": str(bridge.project), "hook_event_name": "PreToolUse",
+               "tool_name": "Write", "tool_input": {"file_path": str(target), "content": content}}
+    result = bridge.hook(payload)
+    assert result.returncode == 0
+    decision = json.loads(result.stdout)["hookSpecificOutput"]
+    assert decision["permissionDecision"] == "deny" and "knowledge graph" in decision["permissionDecisionReason"]
+    dropped = [p for p in bridge.ingest.iterdir() if p.name.endswith(".ci-notes.md")]
+    assert [p.read_text() for p in dropped] == [content]
+
+
+def test_pre_tool_use_edit_applies_to_the_current_file(env):
+    bridge, _ = env
+    target = bridge.memory_dir / "host-note.md"
+    current = target.read_text()
+    payload = {"session_id": "s1", "cwd": str(bridge.project), "hook_event_name": "PreToolUse",
+               "tool_name": "Edit", "tool_input": {"file_path": str(target), "old_string": "tabs",
+                                                   "new_string": "spaces"}}
+    result = bridge.hook(payload)
+    assert json.loads(result.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
+    dropped = [p for p in bridge.ingest.iterdir() if p.name.endswith(".host-note.md")]
+    assert len(dropped) == 1 and dropped[0].read_text() == current.replace("tabs", "spaces", 1)
+
+
+def test_materialized_projection_matches_the_mount(env, tmp_path):
+    bridge, _ = env
+    out = tmp_path / "materialized"
+    assert bridge.cli("project", "--to", str(out)).returncode == 0
+    assert (out / "MEMORY.md").read_bytes() == (bridge.memory_dir / "MEMORY.md").read_bytes()

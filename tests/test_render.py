@@ -1,0 +1,83 @@
+"""The budgeted renderer and the ranking: budgets hold by construction on adversarial graphs."""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from projection.rank import ConceptStats, rank
+from projection.render import (DISPUTED_SHARE, MAX_BYTES, MAX_LINES, ConceptLine, DisputedLine, MemorySnapshot,
+                               render_memory)
+
+WIDE = ["a", "é", "漢字", "🧠", "e\u0301", "ß", "ﷺ", "\u200d", "𝔘", "—"]
+
+
+def _text(seed: int, length: int) -> str:
+    return "".join(WIDE[(seed * 7 + i) % len(WIDE)] if i % 3 else "word " for i in range(length))
+
+
+def snapshot(n_concepts: int, n_disputed: int, gist_len: int, seed: int) -> MemorySnapshot:
+    concepts = [ConceptLine(f"c-{i}", _text(seed + i, 10), _text(seed + i, gist_len), "AFFIRMATIVE", 0.5, 3)
+                for i in range(n_concepts)]
+    disputed = [DisputedLine(f"c-{i % max(n_concepts, 1)}", _text(seed * 3 + i, gist_len), "CONTESTED", 2, 1,
+                             0.4, 0.6, "for: ledger, feedback / against: ledger") for i in range(n_disputed)]
+    return MemorySnapshot("shop", "2026-11-29T00:00:00Z", {"concepts": n_concepts, "CONTESTED": n_disputed},
+                          concepts, disputed)
+
+
+def _check(text: str, snap: MemorySnapshot) -> None:
+    data = text.encode("utf-8")
+    assert len(data) <= MAX_BYTES
+    assert len(text.splitlines()) <= MAX_LINES
+    shown = [d for d in snap.disputed if f"{d.text[:40]}" in text]
+    assert shown == snap.disputed[: len(shown)], "disputed claims appear in order, none skipped"
+    if snap.disputed and len(shown) < len(snap.disputed):
+        lines = [ln for ln in text.splitlines() if ln.startswith("- **")]
+        used = sum(len(ln.encode()) + 1 for ln in lines)
+        # The reserved part was filled: one more line would have crossed the share of lines or bytes.
+        assert used + 450 > DISPUTED_SHARE * (MAX_BYTES - 1000) or len(lines) + 2 > DISPUTED_SHARE * (MAX_LINES - 6)
+    assert text.splitlines()[-1].startswith("_Not shown:")
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 3000), st.integers(0, 3000), st.integers(1, 2000), st.integers(0, 1000))
+def test_memory_stays_within_budget_on_adversarial_graphs(n_concepts, n_disputed, gist_len, seed):
+    snap = snapshot(n_concepts, n_disputed, gist_len, seed)
+    _check(render_memory(snap), snap)
+
+
+def test_ten_thousand_concepts_and_thousands_of_contested_with_huge_unicode_gists():
+    snap = snapshot(10_000, 5_000, 5_000, 3)
+    text = render_memory(snap)
+    _check(text, snap)
+    assert "## Disputed" in text and "## Concepts" in text
+
+
+def test_contested_keep_their_place_when_concepts_crowd_in():
+    snap = snapshot(10_000, 10, 50, 1)
+    text = render_memory(snap)
+    assert all(d.text[:40] in text for d in snap.disputed)
+
+
+def test_same_snapshot_same_bytes():
+    snap = snapshot(500, 50, 80, 9)
+    assert render_memory(snap) == render_memory(snap)
+
+
+def test_footer_says_what_was_left_out():
+    text = render_memory(snapshot(5000, 0, 100, 2))
+    hidden = int(text.splitlines()[-1].split()[2])
+    assert hidden == 5000 - sum(1 for ln in text.splitlines() if ln.startswith("- ["))
+
+
+def test_ranking_is_not_scattered_by_a_flat_column():
+    flat = [ConceptStats(f"k{i}", grounding=float(i), degree=0, updated_at="2026-01-01T00:00:00Z") for i in range(5)]
+    assert [c.key for c in rank(flat)] == ["k4", "k3", "k2", "k1", "k0"]
+
+
+def test_connectivity_and_recency_lift_a_concept():
+    base = ConceptStats("base", 2.0, 0, "2026-01-01T00:00:00Z")
+    linked = ConceptStats("linked", 2.0, 5, "2026-01-01T00:00:00Z")
+    fresh = ConceptStats("fresh", 1.5, 0, "2026-03-01T00:00:00Z")
+    order = [c.key for c in rank([base, linked, fresh])]
+    assert order.index("linked") < order.index("base") and order.index("fresh") < order.index("base")

@@ -1,6 +1,6 @@
 """Hook wall time: against `python -c pass` on the same interpreter, and worst case against a hung backend.
 
-Run: .venv/bin/python bench/hook.py [--runs 30]
+Run: .venv/bin/python -m bench.hook [--runs 30]
 Reports median wall times for: interpreter baseline; a PostToolUse on a non-memory file (the common
 case); a PostToolUse delivering a memory file to a drop directory; a Stop (detaches its rescan); and
 PostToolUse against an HTTP backend that accepts and never answers (cache cleared each run, so every

@@ -1,6 +1,6 @@
 """Ingest throughput at 1k, 5k and 20k synthetic artifacts, and how per-artifact cost grows.
 
-Run: .venv/bin/python bench/ingest.py [--sizes 1000,5000,20000]
+Run: .venv/bin/python -m bench.ingest [--sizes 1000,5000,20000]
 Reports artifacts/s per size and cost(20k)/cost(1k) per artifact (target: >= 500/s, ratio <= 1.5).
 All sizes run in one process so the ratio compares like with like on a shared, noisy machine.
 """

@@ -1,6 +1,6 @@
 """Server throughput: `POST /ingest` (sequential and 4 concurrent clients) and the drop directory.
 
-Run: .venv/bin/python bench/server.py [--n 500]
+Run: .venv/bin/python -m bench.server [--n 500]
 Starts a real `kgbridge serve` on a free loopback port over a temporary knowledge root; all three
 figures come from one run so their ratios compare like with like on a noisy machine.
 """
@@ -17,8 +17,7 @@ from pathlib import Path
 
 import httpx
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from server_proc import ServerProcess, wait_drained  # noqa: E402
+from tests.server_proc import ServerProcess, wait_drained
 
 
 def artifact(tag: str, i: int) -> bytes:

@@ -72,6 +72,18 @@ class ProjectionView:
         self._version: tuple[int, int, int] | None = None
         self._keys: list[str] = []
         self._cache: dict[str, bytes] = {}
+        self._last_stamp: tuple[object, ...] = ()
+
+    def _stamp(self) -> tuple[object, ...]:
+        """Changes whenever a commit lands (WAL size/mtime) or the file is replaced (rebuild)."""
+        out: list[object] = []
+        for path in (self.ontology.paths.database, Path(f"{self.ontology.paths.database}-wal")):
+            try:
+                st = path.stat()
+                out += [st.st_ino, st.st_mtime_ns, st.st_size]
+            except OSError:
+                out.append(None)
+        return tuple(out)
 
     def _refresh(self, conn: sqlite3.Connection) -> None:
         version = graph_version(conn, self.ontology.paths.database)
@@ -80,14 +92,32 @@ class ProjectionView:
             self._keys = [r[0] for r in conn.execute("SELECT key FROM concepts ORDER BY key")]
             self._cache = {}
 
+    def _fresh(self) -> bool:
+        """True when nothing was committed since the last check: serve from cache, no SQL at all."""
+        stamp = self._stamp()
+        if self._version is not None and stamp == self._last_stamp:
+            return True
+        self._last_stamp = stamp
+        return False
+
     def names(self) -> list[str]:
-        with self._lock, self.ontology.reader() as conn:
-            self._refresh(conn)
+        with self._lock:
+            if not self._fresh():
+                with self.ontology.reader() as conn:
+                    self._refresh(conn)
             return [MEMORY_NAME] + [f"{key}.md" for key in self._keys if f"{key}.md" != MEMORY_NAME]
 
     def read(self, name: str) -> bytes | None:
         """The file's current bytes, or None if the projection has no such file."""
-        with self._lock, self.ontology.reader() as conn:
+        with self._lock:
+            if self._fresh() and name in self._cache:
+                return self._cache[name]
+            if not name.endswith(".md"):
+                return None
+            return self._render(name)
+
+    def _render(self, name: str) -> bytes | None:
+        with self.ontology.reader() as conn:
             self._refresh(conn)
             if name in self._cache:
                 return self._cache[name]

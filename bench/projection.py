@@ -1,0 +1,89 @@
+"""Projection speed: render time at 10k concepts, and `cat` through the mount vs local disk.
+
+Run: .venv/bin/python -m bench.projection [--concepts 10000]
+Builds a real graph of N concepts (with contested claims) in a temporary knowledge root, then
+reports: the pure renderer on an N-concept snapshot (target <= 50 ms); snapshot + render from SQLite;
+and the median wall time of `cat MEMORY.md` through a real FUSE mount against `cat` of the same
+bytes on local disk (target ratio <= 1.5; cached render, i.e. the steady state between ingests).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from ontology.artifact import Channel
+from ontology.ingest import Ontology
+from projection.render import render_memory
+from projection.snapshot import MEMORY_NAME, ProjectionView, memory_snapshot
+
+from tests.fuse_helpers import fuse_available
+
+
+def median_ms(fn, runs: int) -> float:  # type: ignore[no-untyped-def]
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - start) * 1000)
+    return statistics.median(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--concepts", type=int, default=10_000)
+    n = parser.parse_args().concepts
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "K"
+        onto = Ontology(root, "bench", create=True)
+        start = time.perf_counter()
+        for i in range(n):
+            value = "postgres" if i % 3 else "mysql"  # one store in three disagrees: thousands disputed
+            body = f"- service-{i} retries queue {i % 97} with backoff\n- store {i % 2000}: {value}\n"
+            onto.ingest(f"c{i}.md", f"---\nname: concept-{i}\ndescription: concept {i} gist about "
+                                    f"service {i}\ntype: project\n---\n{body}".encode(), Channel.CLI)
+        print(f"built {n} concepts in {time.perf_counter() - start:.1f} s")
+        with onto.reader() as conn:
+            snap = memory_snapshot(conn, "bench")
+        print(f"snapshot: {len(snap.concepts)} concepts, {len(snap.disputed)} disputed")
+        render = median_ms(lambda: render_memory(snap), 20)
+        view = ProjectionView(onto)
+
+        def fresh() -> None:
+            view._version = None  # force a re-read, as after an ingest
+            view._last_stamp = ()
+            view.read(MEMORY_NAME)
+        full = median_ms(fresh, 5)
+        print(f"render_memory (pure, {n} concepts):     {render:7.2f} ms median")
+        print(f"snapshot from SQLite + render:           {full:7.1f} ms median")
+        if not fuse_available():
+            print("FUSE unavailable: mount comparison skipped")
+            return
+        mnt = Path(tmp) / "mnt"
+        local = Path(tmp) / "local.md"
+        local.write_bytes(view.read(MEMORY_NAME) or b"")
+        daemon = subprocess.Popen([sys.executable, "-m", "projection.mount", "--daemon", "--root", str(root),
+                                   "--ontology", "bench", "--at", str(mnt), "--no-overlay"],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) if mnt.mkdir() is None else None
+        from projection.mount import is_mounted, unmount
+        while not is_mounted(mnt):
+            time.sleep(0.05)
+        try:
+            subprocess.run(["cat", str(mnt / MEMORY_NAME)], capture_output=True, check=True)  # warm the cache
+            via_mount = median_ms(lambda: subprocess.run(["cat", str(mnt / MEMORY_NAME)], capture_output=True), 30)
+            via_disk = median_ms(lambda: subprocess.run(["cat", str(local)], capture_output=True), 30)
+        finally:
+            unmount(mnt)
+            daemon.kill()
+        print(f"cat MEMORY.md via mount:                 {via_mount:7.2f} ms median")
+        print(f"cat same bytes on local disk:            {via_disk:7.2f} ms median")
+        print(f"ratio mount / disk:                      {via_mount / via_disk:7.2f}")
+
+
+if __name__ == "__main__":
+    main()

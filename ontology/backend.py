@@ -8,6 +8,7 @@ Invariant: every method is blocking and thread-safe; async callers run it in a w
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 import time
 from dataclasses import dataclass, field
@@ -30,6 +31,10 @@ class WriterState:
 
 class OntologyExists(FileExistsError):
     """Creating an ontology that already exists (HTTP 409)."""
+
+
+class StorageUnavailable(OSError):
+    """The ontology's disk refused a write (full, read-only): the artifact was not taken; retry later."""
 
 
 @dataclass
@@ -73,9 +78,9 @@ class Backend:
         state = self._states[slug]
         try:
             result = onto.ingest(filename, data, channel)
-        except OSError as exc:  # disk full, read-only fs: the artifact stays where it came from
+        except (OSError, sqlite3.Error) as exc:  # disk full, read-only fs: the artifact stays where it was
             state.last_error, state.last_error_at = f"{type(exc).__name__}: {exc}", time.time()
-            raise
+            raise StorageUnavailable(f"cannot store artifacts in {slug!r}: {exc}") from exc
         state.last_success_at = time.time()
         state.last_error = None
         if result.status is Status.NEW:
@@ -85,6 +90,12 @@ class Backend:
         else:
             state.rejected += 1
         return result
+
+    def reject_symlink(self, slug: str, name: str, target: str) -> None:
+        """A symlink in a drop directory is never followed (it could point anywhere): kept as rejected."""
+        self.get(slug).reject(name, target.encode("utf-8", "surrogateescape"),
+                              f"symlinks are refused in ingest/ (pointed to {target!r}); drop a regular file")
+        self._states[slug].rejected += 1
 
     def record_error(self, slug: str, message: str) -> None:
         state = self._states.setdefault(slug, WriterState())

@@ -105,8 +105,8 @@ def routes(backend: Backend, health: Callable[[], dict[str, Any]], memory: Calla
             result = await run_in_threadpool(backend.ingest, checked, filename, data, channel)
         except OntologyMissing as exc:
             return error(404, str(exc))
-        except OSError as exc:
-            return error(503, f"backend cannot store artifacts right now: {exc.strerror or exc}")
+        except OSError as exc:  # StorageUnavailable: disk full or read-only; the client keeps it
+            return error(503, f"backend cannot store artifacts right now: {exc}")
         body = {"ontology": checked, **result.to_json()}
         return JSONResponse(body, status_code=422 if result.status is Status.REJECTED else 200)
 

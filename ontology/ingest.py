@@ -21,7 +21,7 @@ from typing import Iterator
 from filelock import FileLock
 
 from ontology.archive import Archive, LogEntry
-from ontology.artifact import ArtifactRejected, Channel, split_drop_name
+from ontology.artifact import ArtifactRejected, Channel
 from ontology.extract import extract
 from ontology.layout import OntologyPaths, UnsafeName, ontology_paths, validate_filename
 from ontology.parse import parse_artifact
@@ -106,6 +106,12 @@ class Ontology:
             applied = writer.apply(artifact, extraction, channel.value, received_at)
         return IngestResult(Status.NEW, artifact.filename, sha, kind=artifact.kind.value, version=applied.version)
 
+    def reject(self, filename: str, data: bytes, reason: str) -> IngestResult:
+        """Keep an input we refused before parsing (e.g. a symlink) with its reason."""
+        sha = hashlib.sha256(data).hexdigest()
+        self.archive.reject(filename, data, reason, utc_now(), sha)
+        return IngestResult(Status.REJECTED, filename, sha, reason=reason)
+
     def ingest_path(self, path: Path, channel: Channel = Channel.CLI) -> IngestResult:
         try:
             data = path.read_bytes()
@@ -155,5 +161,3 @@ class Ontology:
         return applied
 
 
-def original_name(filename: str) -> str:
-    return split_drop_name(filename)[1]

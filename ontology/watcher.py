@@ -11,6 +11,7 @@ so one ontology's failure never stalls another. A periodic rescan catches events
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from dataclasses import dataclass, field
@@ -149,7 +150,7 @@ class DropWatcher(FileSystemEventHandler):
         except OSError:
             return
         for path in entries:
-            if path.is_file() and is_candidate(path.name):
+            if (path.is_file() or path.is_symlink()) and is_candidate(path.name):
                 queue = self._queues.get(path.parent.parent.name)
                 if queue is None or path not in queue.due:
                     self._enqueue(path)
@@ -196,6 +197,14 @@ class DropWatcher(FileSystemEventHandler):
                 queue.in_hand = None
 
     def _ingest_file(self, slug: str, path: Path) -> None:
+        if path.is_symlink():  # never follow: it could point out of the knowledge root
+            try:
+                target = os.readlink(path)
+            except FileNotFoundError:
+                return
+            self.backend.reject_symlink(slug, path.name, target)
+            path.unlink(missing_ok=True)
+            return
         try:
             before = path.stat()
             data = path.read_bytes()

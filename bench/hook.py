@@ -42,7 +42,9 @@ def main() -> None:
                "KG_KNOWLEDGE_ROOT": str(base / "K"), "CLAUDE_CONFIG_DIR": str(base / "claude"),
                "KG_STATE_DIR": str(base / "state")}
         subprocess.run([py, "-m", "kgbridge.cli", "activate"], env=env, cwd=project, check=True, capture_output=True)
-        memory = base / "claude" / "projects" / str(project).replace("/", "-") / "memory"
+        status = subprocess.run([py, "-m", "kgbridge.cli", "status", "--json"], env=env, cwd=project, check=True,
+                                capture_output=True, text=True).stdout
+        memory = Path(json.loads(status)["memory_dir"])  # the contract's sanitizing, not a guess at it
         memory.mkdir(parents=True)
         note = memory / "note.md"
         other = project / "src.py"

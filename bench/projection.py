@@ -20,7 +20,8 @@ from pathlib import Path
 from ontology.artifact import Channel
 from ontology.ingest import Ontology
 from projection.render import render_memory
-from projection.snapshot import MEMORY_NAME, ProjectionView, memory_snapshot
+from projection.snapshot import MEMORY_NAME, memory_snapshot
+from projection.view import ProjectionView
 
 from tests.fuse_helpers import fuse_available
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from kgbridge.detect import HTTP_TIMEOUT_S, detect, forget, http_get
 from kgbridge.project import Project, claude_home, vetoed
-from kgbridge.state import ProjectState, read_json, write_atomic
+from kgbridge.state import ProjectState, load_json_object, read_json, write_atomic
 from ontology.layout import knowledge_root, ontology_paths
 
 DEFAULT_URL = "http://127.0.0.1:8765"
@@ -29,17 +29,7 @@ class WaysFileInvalid(ValueError):
 
 
 def _load_ways(path: Path) -> dict[str, object]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return {}
-    try:
-        data = json.loads(text) if text.strip() else {}
-    except ValueError as exc:
-        raise WaysFileInvalid(f"{path} is not valid JSON ({exc}); fix it by hand") from None
-    if not isinstance(data, dict):
-        raise WaysFileInvalid(f"{path} is not a JSON object; fix it by hand")
-    return data
+    return load_json_object(path, WaysFileInvalid)[1]
 
 
 def _set_kg(path: Path, value: bool | None) -> None:

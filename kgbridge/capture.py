@@ -168,6 +168,59 @@ def handle(payload: dict, harness: str = "claude") -> dict | None:
     return None
 
 
+# The SessionStart fallback must fit Claude Code's additionalContext (10,000 characters); bytes
+# bound characters from above, so rendering to this many bytes keeps the promise.
+CONTEXT_BYTES = 10_000
+CONTEXT_LINES = 120
+CONTEXT_HTTP_TIMEOUT_S = 0.5
+
+
+def _local_memory(database: Path, slug: str) -> str:
+    import sqlite3
+
+    from projection.render import render_memory
+    from projection.snapshot import memory_snapshot
+
+    conn = sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=1.0)
+    try:
+        conn.execute("BEGIN")
+        return render_memory(memory_snapshot(conn, slug), CONTEXT_LINES, CONTEXT_BYTES)
+    finally:
+        conn.close()
+
+
+def session_context(payload: dict) -> dict | None:
+    """SessionStart without a mounted projection: hand the agent a compact MEMORY.md as context."""
+    project = resolve(payload.get("cwd") or os.getcwd())
+    if vetoed(project) or projection_mounted(project.memory_dir):
+        return None
+    detection = detect(project)
+    text = ""
+    if detection.transport == "dir" and detection.ingest_target:
+        database = Path(detection.ingest_target).parent / "graph.db"
+        try:
+            if behind_fuse(database):
+                text = str(call_bounded(lambda: _local_memory(database, project.slug), 1.0))
+            elif database.exists():
+                text = _local_memory(database, project.slug)
+        except Exception as exc:  # noqa: BLE001 - context is optional: log it, start the session anyway
+            log(f"session context unavailable: {exc}")
+    elif detection.transport == "http" and detection.ingest_target:
+        from kgbridge.detect import http_get
+
+        base = detection.ingest_target.rsplit("/ingest", 1)[0]
+        try:
+            status, body = http_get(f"{base}/ontologies/{project.slug}/memory", os.environ.get("KG_TOKEN"),
+                                    CONTEXT_HTTP_TIMEOUT_S)
+            text = body.decode("utf-8", "replace") if status == 200 else ""
+        except OSError:
+            text = ""
+    text = text[:CONTEXT_BYTES]
+    if not text.strip():
+        return None
+    return {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}
+
+
 def worker(cwd: str) -> None:
     project = resolve(cwd)
     if vetoed(project):

@@ -270,7 +270,7 @@ def unmount(at: Optional[Path] = typer.Option(None, "--at", help="Mount point (d
 def project_cmd(to: Path = typer.Option(..., "--to", help="Directory to write MEMORY.md and topic files into."),
                 ontology: Optional[str] = OntologyOpt, root: Optional[Path] = RootOpt) -> None:
     """Write the projection as plain files (where FUSE is unavailable)."""
-    from projection.snapshot import ProjectionView, materialize
+    from projection.view import ProjectionView, materialize
 
     onto = _open(root, ontology)
     names = materialize(ProjectionView(onto), to)

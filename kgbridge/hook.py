@@ -4,7 +4,8 @@ Invariants: always exits 0 and prints nothing but a JSON decision where one is n
 imports only json, os and sys, so the common events cost little more than the interpreter: an edit
 that cannot be a memory file (not `.md`) exits at once; rescans (SessionStart, Stop, SubagentStop,
 PreCompact, SessionEnd) fork+exec a detached worker (new session, stdio on /dev/null) that survives
-the harness's teardown; only real work loads `kgbridge.capture`. Errors go to `<state>/hook.log`.
+the harness's teardown; only real work loads `kgbridge.capture` (SessionStart also prints the
+projection as additionalContext when none is mounted). Errors go to `<state>/hook.log`.
 """
 
 import json
@@ -57,6 +58,13 @@ def run(args: list) -> None:
     cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else os.getcwd()
     if event in RESCAN_EVENTS:
         detach_worker(cwd)
+        if event != "SessionStart":
+            return
+        from kgbridge import capture  # SessionStart only: the projection as context when not mounted
+
+        decision = capture.session_context(payload)
+        if decision is not None:
+            sys.stdout.write(json.dumps(decision))
         return
     if event in ("PostToolUse", "PreToolUse") and not _may_touch_markdown(payload):
         return

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kgbridge.project import Project, claude_home
-from kgbridge.state import read_json, state_root, write_atomic
+from kgbridge.state import load_json_object, read_json, state_root, write_atomic
 
 MARKER = "kgbridge-hook"
 # Claude Code: capture memory writes as they happen, and rescan at the session's edges.
@@ -66,17 +66,7 @@ def settings_path(project: Project, harness: str, scope: str) -> Path:
 
 
 def _load(path: Path) -> tuple[str, dict[str, object]]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return "", {}
-    try:
-        data = json.loads(text) if text.strip() else {}
-    except ValueError as exc:
-        raise SettingsInvalid(f"{path} is not valid JSON ({exc}); fix it by hand first") from None
-    if not isinstance(data, dict):
-        raise SettingsInvalid(f"{path} is not a JSON object")
-    return text, data
+    return load_json_object(path, SettingsInvalid)
 
 
 def _without_ours(hooks: dict[str, object]) -> dict[str, object]:

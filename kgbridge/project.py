@@ -7,12 +7,13 @@ always gives the same project root and slug. Standard library only, because the 
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
+
+from kgbridge.state import read_json
 
 MAX_SLUG = 64  # CONTRACT §2
 _NON_SLUG = re.compile(r"[^a-z0-9]+")
@@ -38,20 +39,12 @@ def claude_home() -> Path:
     return Path(os.environ.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude").expanduser()
 
 
-def _read_json(path: Path) -> dict[str, object]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
 def memory_dir(root: Path) -> Path:
     """CONTRACT §2: `autoMemoryDirectory` (project settings, then user settings) wins; else
     `<claude home>/projects/<root with every non-alphanumeric char replaced by ->/memory/`."""
     for settings in (root / ".claude" / "settings.local.json", root / ".claude" / "settings.json",
                      claude_home() / "settings.json"):
-        override = _read_json(settings).get("autoMemoryDirectory")
+        override = read_json(settings).get("autoMemoryDirectory")
         if isinstance(override, str) and override.strip():
             path = Path(override).expanduser()
             return path if path.is_absolute() else (root / path)
@@ -84,7 +77,7 @@ def resolve(start: Path | str | None = None) -> Project:
 def vetoed(project: Project) -> bool:
     """CONTRACT §2: `{"reflection": {"kg": false}}` is the veto; the project file wins over the user's."""
     for ways in (project.ways_file, claude_home() / "ways.json"):
-        reflection = _read_json(ways).get("reflection")
+        reflection = read_json(ways).get("reflection")
         if isinstance(reflection, dict) and "kg" in reflection:
             return reflection["kg"] is False
     return False

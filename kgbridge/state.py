@@ -16,6 +16,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
+from ontology.archive import atomic_write as write_atomic  # one atomic writer for the whole project
+
 STATE_ENV = "KG_STATE_DIR"
 
 
@@ -27,27 +29,29 @@ def state_root() -> Path:
     return (Path(xdg) if xdg else Path.home() / ".local" / "state") / "kgbridge"
 
 
-def write_atomic(path: Path, data: bytes, mode: int = 0o600) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    tmp = path.with_name(f".tmp-{os.getpid()}-{time.monotonic_ns()}-{path.name}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-
-
 def read_json(path: Path) -> dict[str, object]:
+    """A JSON object from `path`, or {} when it is missing, unreadable or not an object (tolerant)."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
+
+
+def load_json_object(path: Path, invalid: type[ValueError]) -> tuple[str, dict[str, object]]:
+    """(text, object) of a user-owned JSON file; missing is empty; malformed raises `invalid`, so a
+    file we cannot parse is never overwritten (strict)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return "", {}
+    try:
+        data = json.loads(text) if text.strip() else {}
+    except ValueError as exc:
+        raise invalid(f"{path} is not valid JSON ({exc}); fix it by hand first") from None
+    if not isinstance(data, dict):
+        raise invalid(f"{path} is not a JSON object; fix it by hand first")
+    return text, data
 
 
 class ProjectState:

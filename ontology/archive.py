@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Iterator
@@ -27,10 +28,11 @@ class LogEntry:
 
 
 def atomic_write(path: Path, data: bytes, mode: int = 0o600) -> None:
-    """Write via a temporary file in the same directory and rename: readers see all or nothing."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".tmp-{os.getpid()}-{path.name}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    """Write via a uniquely named temporary file in the same directory, fsync, rename: readers see
+    all or nothing, and concurrent writers never share a temporary file. Stdlib only (the hook uses it)."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    tmp = path.with_name(f".tmp-{os.getpid()}-{time.monotonic_ns()}-{path.name}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)

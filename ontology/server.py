@@ -100,7 +100,8 @@ class _Server(uvicorn.Server):
 
 def projected_memory(backend: Backend) -> Callable[[str], str]:
     """MEMORY.md as the projection renders it, for GET /ontologies/{slug}/memory and kg_memory."""
-    from projection.snapshot import MEMORY_NAME, ProjectionView
+    from projection.snapshot import MEMORY_NAME
+    from projection.view import ProjectionView
 
     views: dict[str, ProjectionView] = {}
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from mfusepy import FUSE, FuseOSError, Operations
 
-from projection.snapshot import ProjectionView
+from projection.view import ProjectionView
 
 # Every mount option the read-only, never-stale promise needs; fsname/subtype make it recognisable.
 MOUNT_OPTIONS = {"ro": True, "fsname": "kgbridge", "subtype": "kgbridge", "attr_timeout": 0,

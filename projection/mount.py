@@ -95,7 +95,7 @@ def main() -> None:
     parser.add_argument("--no-overlay", action="store_true")
     args = parser.parse_args()
     from projection.fuse import run
-    from projection.snapshot import ProjectionView
+    from projection.view import ProjectionView
 
     run(ProjectionView(Ontology(Path(args.root), args.ontology)), Path(args.at), overlay=not args.no_overlay)
 

@@ -1,20 +1,17 @@
-"""Read the graph into the plain data the renderer takes, and cache renders per graph version.
+"""Read the graph into the plain data the renderer takes. Standard library only (the hook uses it
+for the SessionStart fallback), so it works on a plain sqlite3 connection.
 
-Invariant: one read transaction per snapshot (consistent view); a rendered file is reused only
-while the graph version (last artifact id, artifact count, database inode) is unchanged, so a new
-ingest shows up on the next read and nothing stale is ever served.
+Invariant: callers pass a connection inside one read transaction, so a snapshot is consistent.
 """
 
 from __future__ import annotations
 
 import sqlite3
-import threading
 from pathlib import Path
 
 from ontology import queries
-from ontology.ingest import Ontology
 from projection.rank import ConceptStats, rank
-from projection.render import ConceptLine, DisputedLine, MemorySnapshot, clip, render_memory, render_topic
+from projection.render import ConceptLine, DisputedLine, MemorySnapshot, clip
 
 MEMORY_NAME = "MEMORY.md"
 
@@ -61,85 +58,3 @@ def memory_snapshot(conn: sqlite3.Connection, ontology: str) -> MemorySnapshot:
     generated = max((r[3] for r in rows), default="")
     return MemorySnapshot(ontology, generated, {"concepts": counts["concepts"], "assertions": counts["assertions"],
                                                 **counts["by_status"]}, lines, disputed)
-
-
-class ProjectionView:
-    """The projected files of one ontology: MEMORY.md plus `<concept key>.md`, rendered on demand."""
-
-    def __init__(self, ontology: Ontology) -> None:
-        self.ontology = ontology
-        self._lock = threading.Lock()
-        self._version: tuple[int, int, int] | None = None
-        self._keys: list[str] = []
-        self._cache: dict[str, bytes] = {}
-        self._last_stamp: tuple[object, ...] = ()
-
-    def _stamp(self) -> tuple[object, ...]:
-        """Changes whenever a commit lands (WAL size/mtime) or the file is replaced (rebuild)."""
-        out: list[object] = []
-        for path in (self.ontology.paths.database, Path(f"{self.ontology.paths.database}-wal")):
-            try:
-                st = path.stat()
-                out += [st.st_ino, st.st_mtime_ns, st.st_size]
-            except OSError:
-                out.append(None)
-        return tuple(out)
-
-    def _refresh(self, conn: sqlite3.Connection) -> None:
-        version = graph_version(conn, self.ontology.paths.database)
-        if version != self._version:
-            self._version = version
-            self._keys = [r[0] for r in conn.execute("SELECT key FROM concepts ORDER BY key")]
-            self._cache = {}
-
-    def _fresh(self) -> bool:
-        """True when nothing was committed since the last check: serve from cache, no SQL at all."""
-        stamp = self._stamp()
-        if self._version is not None and stamp == self._last_stamp:
-            return True
-        self._last_stamp = stamp
-        return False
-
-    def names(self) -> list[str]:
-        with self._lock:
-            if not self._fresh():
-                with self.ontology.reader() as conn:
-                    self._refresh(conn)
-            return [MEMORY_NAME] + [f"{key}.md" for key in self._keys if f"{key}.md" != MEMORY_NAME]
-
-    def read(self, name: str) -> bytes | None:
-        """The file's current bytes, or None if the projection has no such file."""
-        with self._lock:
-            if self._fresh() and name in self._cache:
-                return self._cache[name]
-            if not name.endswith(".md"):
-                return None
-            return self._render(name)
-
-    def _render(self, name: str) -> bytes | None:
-        with self.ontology.reader() as conn:
-            self._refresh(conn)
-            if name in self._cache:
-                return self._cache[name]
-            if name == MEMORY_NAME:
-                data = render_memory(memory_snapshot(conn, self.ontology.slug)).encode("utf-8")
-            elif name.endswith(".md") and name[:-3] in self._keys:
-                concept = queries.concept(conn, name[:-3])
-                data = render_topic(concept).encode("utf-8") if concept else None
-            else:
-                return None
-            if data is not None:
-                self._cache[name] = data
-            return data
-
-
-def materialize(view: ProjectionView, target: Path) -> list[str]:
-    """`kgbridge project --to DIR`: write every projected file atomically; returns the names."""
-    from ontology.archive import atomic_write
-
-    names = view.names()
-    for name in names:
-        data = view.read(name)
-        if data is not None:
-            atomic_write(target / name, data, mode=0o644)
-    return names

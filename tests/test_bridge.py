@@ -260,3 +260,24 @@ def test_install_hooks_round_trips_for_codex(bridge):
     assert _settings(hooks) == data
     assert bridge.cli("install-hooks", "--codex", "--uninstall").returncode == 0
     assert not hooks.exists()
+
+
+def test_session_start_prints_the_projection_as_context_when_not_mounted(active):
+    from ontology.artifact import Channel
+    from ontology.ingest import Ontology
+
+    onto = Ontology(active.root, "shop")
+    for path in sorted((FIXTURES / "corpus").rglob("*.md")):
+        onto.ingest_path(path, Channel.CLI)
+    onto.close()
+    result = active.hook(active.event("SessionStart"))
+    assert result.returncode == 0
+    context = json.loads(result.stdout)["hookSpecificOutput"]
+    assert context["hookEventName"] == "SessionStart"
+    text = context["additionalContext"]
+    assert text.startswith("# Memory: shop") and "CONTESTED" in text and len(text) <= 10_000
+
+
+def test_session_start_without_a_graph_prints_nothing(active):
+    result = active.hook(active.event("SessionStart"))
+    assert (result.returncode, result.stdout) == (0, b"")

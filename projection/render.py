@@ -186,3 +186,45 @@ def render_topic(concept: dict) -> str:
         lines.append("## Related")
         lines += [f"- [{key}]({key}.md)" for key in links]
     return "\n".join(lines).rstrip() + "\n"
+
+
+_LABEL_COUNTS = ("contested:", "contradictory:", "affirmative:", "insufficient_data:")
+
+
+def _topic_parts(text: str) -> tuple[dict[str, str], list[tuple[str, list[str]]]] | None:
+    """(frontmatter, [(assertion text, its indented evidence lines)]) of a rendered topic file."""
+    if not text.startswith("---\n"):
+        return None
+    head, sep, body = text[4:].partition("\n---\n")
+    if not sep or not all(any(ln.startswith(k) for ln in head.split("\n")) for k in _LABEL_COUNTS):
+        return None  # not one of our topic files
+    meta = {k.strip(): v.strip().strip('"') for k, _, v in (ln.partition(":") for ln in head.split("\n"))}
+    blocks: list[tuple[str, list[str]]] = []
+    section = ""
+    for line in body.split("\n"):
+        if line.startswith("## "):
+            section = line
+        elif line.startswith("- ") and section and not section.startswith("## Related"):
+            blocks.append((line[2:].rstrip(), []))
+        elif line.startswith("  ") and blocks:
+            blocks[-1][1].append(line)
+    return meta, blocks
+
+
+def topic_to_memory(original: str, edited: str, source: str) -> str | None:
+    """An edit made to a projected topic file, as the memory file its source now says.
+
+    Keeps the claims `source` itself supported that the edit left alone, plus every claim the edit
+    added or reworded; drops the evidence lines and other sources' claims (they are not this file's
+    to restate), so saving through the projection neither inflates evidence nor loses the change.
+    None when `original` is not a rendered topic file.
+    """
+    before, after = _topic_parts(original), _topic_parts(edited)
+    if before is None or after is None:
+        return None
+    meta, blocks = after
+    old_texts = {text for text, _ in before[1]}
+    kept = [text for text, evidence in blocks
+            if text not in old_texts or any(ln.strip().startswith("- for:") and f"`{source}`" in ln for ln in evidence)]
+    head = [f"name: {meta.get('name', '')}", f'description: "{meta.get("description", "")}"', f"type: {meta.get('type', 'project')}"]
+    return "---\n" + "\n".join(head) + "\n---\n" + "".join(f"- {text}\n" for text in kept)

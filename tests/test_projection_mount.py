@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from bridge_env import BridgeEnv
-from conftest import FIXTURES, memory
+from conftest import FIXTURES, ledger, memory
 from fuse_helpers import requires_fuse, unmount
 from ontology.artifact import Channel
 from ontology.ingest import Ontology
@@ -139,7 +139,9 @@ def test_pre_tool_use_edit_applies_to_the_current_file(env):
     result = bridge.hook(payload)
     assert json.loads(result.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
     dropped = [p for p in bridge.ingest.iterdir() if p.name.endswith(".host-note.md")]
-    assert len(dropped) == 1 and dropped[0].read_text() == current.replace("tabs", "spaces", 1)
+    assert "tabs" in current and len(dropped) == 1
+    saved = dropped[0].read_text()
+    assert "The user prefers spaces" in saved and "tabs" not in saved and "bel " not in saved
 
 
 def test_materialized_projection_matches_the_mount(env, tmp_path):
@@ -147,3 +149,28 @@ def test_materialized_projection_matches_the_mount(env, tmp_path):
     out = tmp_path / "materialized"
     assert bridge.cli("project", "--to", str(out)).returncode == 0
     assert (out / "MEMORY.md").read_bytes() == (bridge.memory_dir / "MEMORY.md").read_bytes()
+
+
+def test_editing_a_topic_file_saves_what_its_source_says_not_the_rendering(env):
+    bridge, _ = env
+    onto = Ontology(bridge.root, "shop")
+    onto.ingest("2026-05-01T1000Z_e001.md", ledger("s9", "- [[testing-real-db]] suites run nightly on arm64"),
+                Channel.CLI)
+    onto.close()
+    target = bridge.memory_dir / "testing-real-db.md"
+    visible = target.read_text()
+    assert "bel " in visible and "nightly on arm64" in visible  # the agent sees the evidential view
+    payload = {"session_id": "s1", "cwd": str(bridge.project), "hook_event_name": "PreToolUse",
+               "tool_name": "Edit", "tool_input": {"file_path": str(target),
+                                                   "old_string": "- Never mock the database in integration tests",
+                                                   "new_string": "- Never mock the database in any test"}}
+    result = bridge.hook(payload)
+    assert json.loads(result.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
+    saved = [p.read_text() for p in bridge.ingest.iterdir() if p.name.endswith(".testing-real-db.md")]
+    assert len(saved) == 1
+    text = saved[0]
+    assert "Never mock the database in any test" in text
+    assert "bel " not in text and "for:" not in text, "evidence lines are not the memory's claims"
+    assert "nightly" not in text, "another source's claim is not restated by this file"
+    assert "Integration tests must hit a real database" in text, "this file's untouched claims stay"
+    assert "name: testing-real-db" in text and "type: feedback" in text

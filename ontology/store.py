@@ -23,7 +23,7 @@ from ontology.extract import ConceptDecl, Extraction, Statement
 # hit a real database"), and keeps apart ones that swap a content word ("unit" vs "integration").
 NEAR_DUPLICATE_JACCARD = 0.7
 MIN_NEAR_DUPLICATE_TOKENS = 3  # shorter statements match only exactly: too little to compare
-CANDIDATES_PER_BAND = 20  # bounds the lookup when a band is crowded (25 bands: <= 500 rows)
+CANDIDATES_PER_BAND = 20  # bounds the lookup when a band is crowded (15 bands: <= 300 rows)
 # Which concept owns an assertion that several concepts state: a memory file over a document over a
 # ledger section, so a topic file shows what its own memory says.
 _OWNER_RANK = {"section": 1, "ledger": 1, "document": 2}
@@ -182,7 +182,7 @@ class GraphWriter:
                 " VALUES(?,?,?,?,?,?,?,?,?,?)", (concept_id, prop.key, statement.text, prop.polarity,
                                                  " ".join(sorted(prop.tokens)), len(prop.tokens), prop.slot,
                                                  prop.value, ts, ts)).lastrowid
-            conn.executemany("INSERT INTO lsh(band, hash, assertion_id) VALUES(?,?,?)",
+            conn.executemany("INSERT OR IGNORE INTO lsh(band, hash, assertion_id) VALUES(?,?,?)",
                              [(b, h, assertion_id) for b, h in bands])
             conn.execute("INSERT INTO assertions_fts(rowid, text) VALUES(?,?)", (assertion_id, statement.text))
             return assertion_id

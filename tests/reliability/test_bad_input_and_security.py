@@ -3,7 +3,6 @@ and the security boundary checked through the full stack."""
 
 from __future__ import annotations
 
-import errno
 import json
 import os
 import random
@@ -13,7 +12,6 @@ from pathlib import Path
 import httpx
 import pytest
 
-from conftest import memory
 from server_proc import ServerProcess, artifact_rows, free_port, wait_drained
 
 FM = "---\nname: {n}\ndescription: {d}\ntype: project\n---\n"

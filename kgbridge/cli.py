@@ -20,7 +20,7 @@ from rich.table import Table
 from kgbridge import project as project_mod
 from ontology import queries
 from ontology.artifact import Channel
-from ontology.ingest import Ontology, OntologyMissing, Status
+from ontology.ingest import BATCH_SIZE, Ontology, OntologyMissing, Status
 from ontology.layout import UnsafeName, knowledge_root
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
@@ -64,9 +64,10 @@ def ingest(paths: list[Path] = typer.Argument(..., help="Files or directories to
     results = []
     with Progress(console=err, transient=True, disable=as_json or len(files) < 20) as progress:
         task = progress.add_task("ingesting", total=len(files))
-        for path in files:
-            results.append(onto.ingest_path(path, Channel.CLI))
-            progress.advance(task)
+        for start in range(0, len(files), BATCH_SIZE):  # one transaction per batch (ontology.ingest)
+            chunk = files[start:start + BATCH_SIZE]
+            results += onto.ingest_paths(chunk, Channel.CLI)
+            progress.advance(task, len(chunk))
     onto.close()
     summary = {s.value: sum(r.status is s for r in results) for s in Status}
     if as_json:

@@ -1,22 +1,31 @@
-"""The archive: every accepted artifact verbatim (content-addressed) plus an append-only log, and
-every rejected artifact with the reason it was refused.
+"""The archive: every accepted artifact verbatim in append-only pack files, an append-only log that
+says where each one is, and every rejected artifact kept beside the reason it was refused.
 
-Invariant: the archive is the source of truth. The log line of an artifact is written (and synced)
-before the graph commits it, so a crash can only leave a line the graph lacks, which replaying the
-log re-applies idempotently; it can never leave a graph row the archive cannot regenerate.
+Invariant: the archive is the source of truth. A batch's bytes are appended to a pack and synced,
+then its log lines are appended and synced, and only then does the graph commit; so a crash can leave
+pack bytes no line points to (ignored) or lines the graph lacks (replayed idempotently on the next
+open), never a graph row the archive cannot regenerate. Bytes are checked against their sha256 on read.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Sequence
 
 _UNSAFE_CHARS = re.compile(r"[^A-Za-z0-9._-]+")
+# A new pack starts once the current one passes this size: small enough to copy or inspect with
+# ordinary tools, large enough that an ontology rarely holds more than a handful.
+PACK_LIMIT_BYTES = 256 * 1024 * 1024
+
+
+class ArchiveCorrupt(RuntimeError):
+    """An archived artifact is missing or its bytes no longer match its sha256."""
 
 
 @dataclass(frozen=True)
@@ -25,6 +34,22 @@ class LogEntry:
     filename: str  # as received (a drop name keeps its kind hint)
     channel: str
     received_at: str
+    # Where the bytes are: pack number, byte offset, length. None for entries written before packs
+    # existed, whose bytes live in objects/<aa>/<sha256>.
+    pack: int | None = None
+    offset: int | None = None
+    length: int | None = None
+
+
+@dataclass(frozen=True)
+class Incoming:
+    """An accepted artifact waiting to be archived."""
+
+    sha256: str
+    filename: str
+    channel: str
+    received_at: str
+    data: bytes
 
 
 def atomic_write(path: Path, data: bytes, mode: int = 0o600) -> None:
@@ -50,38 +75,112 @@ def safe_component(name: str, limit: int = 120) -> str:
     return cleaned[:limit]
 
 
+def _append_synced(path: Path, data: bytes) -> int:
+    """Append `data` to `path` and fsync; returns the offset it starts at. Callers hold the writer lock."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        start = os.fstat(fd).st_size
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+        return start
+    finally:
+        os.close(fd)
+
+
 class Archive:
+    """One ontology's archive folder. Writes happen under the ontology's writer lock only."""
+
     def __init__(self, base: Path, rejected: Path) -> None:
         self.base = base
         self.rejected_dir = rejected
         self.log_path = base / "log.jsonl"
+        self.packs_dir = base / "packs"
 
-    def blob_path(self, sha256: str) -> Path:
+    def pack_path(self, number: int) -> Path:
+        return self.packs_dir / f"{number:06d}.pack"
+
+    def legacy_blob_path(self, sha256: str) -> Path:
         return self.base / "objects" / sha256[:2] / sha256
 
-    def put(self, sha256: str, data: bytes, entry: LogEntry) -> None:
-        blob = self.blob_path(sha256)
-        if not blob.exists():
-            atomic_write(blob, data)
-        self.base.mkdir(parents=True, exist_ok=True)
-        with open(self.log_path, "a", encoding="utf-8") as log:
-            log.write(json.dumps(asdict(entry), sort_keys=True) + "\n")
-            log.flush()
-            os.fsync(log.fileno())
-
-    def read(self, sha256: str) -> bytes:
-        return self.blob_path(sha256).read_bytes()
-
-    def entries(self) -> Iterator[LogEntry]:
-        """Log entries in order; a torn last line (crash mid-append) is skipped, not fatal."""
+    def _current_pack(self, incoming_bytes: int) -> int:
+        numbers = sorted(int(p.stem) for p in self.packs_dir.glob("*.pack") if p.stem.isdigit())
+        number = numbers[-1] if numbers else 1
         try:
-            handle = open(self.log_path, encoding="utf-8")
+            size = self.pack_path(number).stat().st_size
+        except FileNotFoundError:
+            size = 0
+        return number + 1 if size and size + incoming_bytes > PACK_LIMIT_BYTES else number
+
+    def put_many(self, batch: Sequence[Incoming]) -> int:
+        """Archive a batch durably: pack bytes, then log lines, each appended with one fsync.
+        Returns the log's size after the batch (the offset the graph records as applied)."""
+        if not batch:
+            return self.log_size()
+        self.packs_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        number = self._current_pack(sum(len(item.data) for item in batch))
+        start = _append_synced(self.pack_path(number), b"".join(item.data for item in batch))
+        lines = []
+        for item in batch:
+            entry = LogEntry(item.sha256, item.filename, item.channel, item.received_at, number, start, len(item.data))
+            lines.append(json.dumps(asdict(entry), sort_keys=True) + "\n")
+            start += len(item.data)
+        prefix = "" if self._log_ends_cleanly() else "\n"  # seal a line torn by a crash mid-append
+        log_start = _append_synced(self.log_path, (prefix + "".join(lines)).encode("utf-8"))
+        return log_start + len((prefix + "".join(lines)).encode("utf-8"))
+
+    def put(self, item: Incoming) -> int:
+        return self.put_many([item])
+
+    def _log_ends_cleanly(self) -> bool:
+        try:
+            with open(self.log_path, "rb") as handle:
+                handle.seek(0, os.SEEK_END)
+                if handle.tell() == 0:
+                    return True
+                handle.seek(-1, os.SEEK_END)
+                return handle.read(1) == b"\n"
+        except FileNotFoundError:
+            return True
+
+    def log_size(self) -> int:
+        try:
+            return self.log_path.stat().st_size
+        except FileNotFoundError:
+            return 0
+
+    def read(self, entry: LogEntry) -> bytes:
+        """The artifact's bytes, verified against its sha256."""
+        try:
+            if entry.pack is None or entry.offset is None or entry.length is None:
+                data = self.legacy_blob_path(entry.sha256).read_bytes()
+            else:
+                with open(self.pack_path(entry.pack), "rb") as handle:
+                    handle.seek(entry.offset)
+                    data = handle.read(entry.length)
+        except FileNotFoundError as exc:
+            raise ArchiveCorrupt(f"archived bytes of {entry.filename} ({entry.sha256[:12]}) are missing") from exc
+        if hashlib.sha256(data).hexdigest() != entry.sha256:
+            raise ArchiveCorrupt(f"archived bytes of {entry.filename} ({entry.sha256[:12]}) do not match their sha256")
+        return data
+
+    def entries(self, start: int = 0) -> Iterator[tuple[LogEntry, int]]:
+        """(entry, offset just past its line) in log order from byte `start`; a torn or unreadable
+        line (crash mid-append) is skipped, not fatal."""
+        try:
+            handle = open(self.log_path, "rb")
         except FileNotFoundError:
             return
         with handle:
-            for line in handle:
+            handle.seek(start)
+            offset = start
+            for raw in handle:
+                offset += len(raw)
+                if not raw.endswith(b"\n"):
+                    break  # still being written, or torn: the next append seals it
                 try:
-                    yield LogEntry(**json.loads(line))
+                    yield LogEntry(**json.loads(raw)), offset
                 except (ValueError, TypeError):
                     continue
 

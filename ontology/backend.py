@@ -74,22 +74,28 @@ class Backend:
             return onto
 
     def ingest(self, slug: str, filename: str, data: bytes, channel: Channel) -> IngestResult:
+        return self.ingest_many(slug, [(filename, data, channel)])[0]
+
+    def ingest_many(self, slug: str, items: list[tuple[str, bytes, Channel]]) -> list[IngestResult]:
+        """Ingest a burst in batches; `StorageUnavailable` if the disk refused (nothing of the failed
+        batch was taken)."""
         onto = self.get(slug)
         state = self._states[slug]
         try:
-            result = onto.ingest(filename, data, channel)
-        except (OSError, sqlite3.Error) as exc:  # disk full, read-only fs: the artifact stays where it was
+            results = onto.ingest_many(items)
+        except (OSError, sqlite3.Error) as exc:  # disk full, read-only fs: the artifacts stay where they were
             state.last_error, state.last_error_at = f"{type(exc).__name__}: {exc}", time.time()
             raise StorageUnavailable(f"cannot store artifacts in {slug!r}: {exc}") from exc
         state.last_success_at = time.time()
         state.last_error = None
-        if result.status is Status.NEW:
-            state.ingested += 1
-        elif result.status is Status.DUPLICATE:
-            state.duplicates += 1
-        else:
-            state.rejected += 1
-        return result
+        for result in results:
+            if result.status is Status.NEW:
+                state.ingested += 1
+            elif result.status is Status.DUPLICATE:
+                state.duplicates += 1
+            else:
+                state.rejected += 1
+        return results
 
     def reject_symlink(self, slug: str, name: str, target: str) -> None:
         """A symlink in a drop directory is never followed (it could point anywhere): kept as rejected."""

@@ -1,14 +1,18 @@
-"""Ingest one artifact into one ontology: parse, archive, extract, apply; or reject with a reason.
+"""Ingest artifacts into one ontology: parse, archive, extract, apply; or reject with a reason.
 
-Invariant: one writer per ontology, across threads and processes (a file lock around each artifact);
+Invariant: one writer per ontology, across threads and processes (a file lock around each batch);
 every input ends as exactly one of new / duplicate / rejected, and a rejection never affects other
-artifacts. `rebuild` replays the archive log into a fresh database and swaps it in atomically.
+artifacts. A batch is one transaction with a savepoint per artifact, archived (synced) before it
+commits; opening the writer replays any archived artifact the graph lacks. `rebuild` replays the
+whole archive log into a fresh database and swaps it in atomically.
 """
 
 from __future__ import annotations
 
 import enum
 import hashlib
+import itertools
+import logging
 import os
 import sqlite3
 import threading
@@ -16,17 +20,24 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterator
+from typing import Iterable, Iterator
 
 from filelock import FileLock
 
-from ontology.archive import Archive, LogEntry
-from ontology.artifact import ArtifactRejected, Channel
-from ontology.extract import extract
+from ontology.archive import Archive, ArchiveCorrupt, Incoming, LogEntry
+from ontology.artifact import Artifact, ArtifactRejected, Channel
+from ontology.extract import Extraction, extract
 from ontology.layout import OntologyPaths, UnsafeName, ontology_paths, validate_filename
 from ontology.parse import parse_artifact
 from ontology.schema import connect
 from ontology.store import GraphWriter
+
+log = logging.getLogger(__name__)
+
+# Artifacts per transaction in bulk work. One commit writes each dirty page once, so a batch shares
+# the B-tree pages its artifacts touch (bench/ingest.py: the commit was the largest single cost);
+# 256 keeps a batch's parsed artifacts small in memory and the writer lock held well under a second.
+BATCH_SIZE = 256
 
 
 class Status(enum.Enum):
@@ -57,6 +68,18 @@ def utc_now() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+@dataclass(frozen=True)
+class _Parsed:
+    index: int
+    filename: str
+    data: bytes
+    sha256: str
+    channel: Channel
+    received_at: str
+    artifact: Artifact
+    extraction: Extraction
+
+
 class Ontology:
     """One ontology on disk: its archive, its graph and its single writer."""
 
@@ -70,6 +93,7 @@ class Ontology:
         self._thread_lock = threading.Lock()
         self._file_lock = FileLock(str(self.paths.lock))
         self._writer: GraphWriter | None = None
+        self._writer_identity: tuple[int, int] | None = None
 
     @property
     def slug(self) -> str:
@@ -78,9 +102,26 @@ class Ontology:
     @contextmanager
     def _exclusive(self) -> Iterator[GraphWriter]:
         with self._thread_lock, self._file_lock:
+            if self._writer is not None and self._database_identity() != self._writer_identity:
+                # Another process rebuilt (replaced) the database: writing on would go to the old file.
+                self._writer.conn.close()
+                self._writer = None
             if self._writer is None:
-                self._writer = GraphWriter(connect(self.paths.database))
+                writer = GraphWriter(connect(self.paths.database))
+                try:
+                    self._replay(writer, writer.applied_log_offset())
+                except BaseException:
+                    writer.conn.close()
+                    raise
+                self._writer, self._writer_identity = writer, self._database_identity()
             yield self._writer
+
+    def _database_identity(self) -> tuple[int, int] | None:
+        try:
+            stat = self.paths.database.stat()
+        except FileNotFoundError:
+            return None
+        return stat.st_dev, stat.st_ino
 
     def close(self) -> None:
         with self._thread_lock:
@@ -88,23 +129,70 @@ class Ontology:
                 self._writer.conn.close()
                 self._writer = None
 
+    # -- ingest ---------------------------------------------------------------------------------
+
     def ingest(self, filename: str, data: bytes, channel: Channel, received_at: str | None = None) -> IngestResult:
-        received_at = received_at or utc_now()
-        sha = hashlib.sha256(data).hexdigest()
-        try:
-            validate_filename(filename)
-            artifact = parse_artifact(self.slug, filename, data)
-        except (ArtifactRejected, UnsafeName) as exc:
-            reason = exc.reason if isinstance(exc, ArtifactRejected) else str(exc)
-            self.archive.reject(filename, data, reason, received_at, sha)
-            return IngestResult(Status.REJECTED, filename, sha, reason=reason)
-        extraction = extract(artifact)
-        with self._exclusive() as writer:
-            if writer.seen(artifact.source_identity, sha):
-                return IngestResult(Status.DUPLICATE, artifact.filename, sha, kind=artifact.kind.value)
-            self.archive.put(sha, data, LogEntry(sha, filename, channel.value, received_at))
-            applied = writer.apply(artifact, extraction, channel.value, received_at)
-        return IngestResult(Status.NEW, artifact.filename, sha, kind=artifact.kind.value, version=applied.version)
+        return self.ingest_many([(filename, data, channel)], received_at=received_at)[0]
+
+    def ingest_many(self, items: Iterable[tuple[str, bytes, Channel]], *,
+                    received_at: str | None = None) -> list[IngestResult]:
+        """Ingest many artifacts, BATCH_SIZE per transaction; results in input order. A storage
+        failure (disk full) raises and leaves the failed batch unapplied and unarchived."""
+        results: list[IngestResult] = []
+        numbered = enumerate(items)
+        while chunk := list(itertools.islice(numbered, BATCH_SIZE)):
+            results.extend(self._ingest_batch(chunk, received_at))
+        return results
+
+    def _ingest_batch(self, chunk: list[tuple[int, tuple[str, bytes, Channel]]],
+                      received_at: str | None) -> list[IngestResult]:
+        base = chunk[0][0]
+        results: list[IngestResult | None] = [None] * len(chunk)
+        parsed: list[_Parsed] = []
+        for index, (filename, data, channel) in chunk:
+            stamp = received_at or utc_now()
+            sha = hashlib.sha256(data).hexdigest()
+            try:
+                validate_filename(filename)
+                artifact = parse_artifact(self.slug, filename, data)
+            except (ArtifactRejected, UnsafeName) as exc:
+                reason = exc.reason if isinstance(exc, ArtifactRejected) else str(exc)
+                self.archive.reject(filename, data, reason, stamp, sha)
+                results[index - base] = IngestResult(Status.REJECTED, filename, sha, reason=reason)
+                continue
+            parsed.append(_Parsed(index, filename, data, sha, channel, stamp, artifact, extract(artifact)))
+        if parsed:
+            with self._exclusive() as writer:
+                for item, result in self._apply_batch(writer, parsed):
+                    results[item.index - base] = result
+        return [r for r in results if r is not None]
+
+    def _apply_batch(self, writer: GraphWriter, batch: list[_Parsed]) -> list[tuple[_Parsed, IngestResult]]:
+        out: list[tuple[_Parsed, IngestResult]] = []
+        to_archive: list[Incoming] = []
+        with writer.transaction():
+            for item in batch:
+                artifact = item.artifact
+                if writer.seen(artifact.source_identity, item.sha256):  # also sees this batch's own rows
+                    out.append((item, IngestResult(Status.DUPLICATE, artifact.filename, item.sha256,
+                                                   kind=artifact.kind.value)))
+                    continue
+                try:
+                    applied = writer.apply(artifact, item.extraction, item.channel.value, item.received_at)
+                except (sqlite3.OperationalError, OSError):
+                    raise  # the disk or database refused: the whole batch waits for a retry
+                except Exception as exc:  # a defect met on this input: keep it, go on with the rest
+                    log.exception("could not merge %s", item.filename)
+                    reason = f"could not be merged ({type(exc).__name__}: {exc}); kept for a retry after a fix"
+                    self.archive.reject(item.filename, item.data, reason, item.received_at, item.sha256)
+                    out.append((item, IngestResult(Status.REJECTED, item.filename, item.sha256, reason=reason)))
+                    continue
+                to_archive.append(Incoming(item.sha256, item.filename, item.channel.value, item.received_at, item.data))
+                out.append((item, IngestResult(Status.NEW, artifact.filename, item.sha256,
+                                               kind=artifact.kind.value, version=applied.version)))
+            if to_archive:  # synced before the commit: the graph never holds what the archive lacks
+                writer.record_log_offset(self.archive.put_many(to_archive))
+        return out
 
     def reject(self, filename: str, data: bytes, reason: str) -> IngestResult:
         """Keep an input we refused before parsing (e.g. a symlink) with its reason."""
@@ -113,11 +201,27 @@ class Ontology:
         return IngestResult(Status.REJECTED, filename, sha, reason=reason)
 
     def ingest_path(self, path: Path, channel: Channel = Channel.CLI) -> IngestResult:
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            return IngestResult(Status.REJECTED, path.name, "", reason=f"cannot read: {exc.strerror}")
-        return self.ingest(path.name, data, channel)
+        return self.ingest_paths([path], channel)[0]
+
+    def ingest_paths(self, paths: Iterable[Path], channel: Channel = Channel.CLI) -> list[IngestResult]:
+        """Ingest files in batches; a file that cannot be read is reported, the rest go on."""
+        results: list[IngestResult] = []
+        readable: list[tuple[str, bytes, Channel]] = []
+        slots: list[int] = []
+        for path in paths:
+            try:
+                data = path.read_bytes()
+            except OSError as exc:
+                results.append(IngestResult(Status.REJECTED, path.name, "", reason=f"cannot read: {exc.strerror}"))
+                continue
+            slots.append(len(results))
+            results.append(IngestResult(Status.REJECTED, path.name, ""))  # placeholder, replaced below
+            readable.append((path.name, data, channel))
+        for slot, result in zip(slots, self.ingest_many(readable)):
+            results[slot] = result
+        return results
+
+    # -- read and regenerate --------------------------------------------------------------------
 
     @contextmanager
     def reader(self) -> Iterator[sqlite3.Connection]:
@@ -133,6 +237,30 @@ class Ontology:
         finally:
             conn.close()
 
+    def _replay(self, writer: GraphWriter, start: int) -> int:
+        """Apply archive log entries from byte `start` that the graph lacks, BATCH_SIZE per
+        transaction; returns how many were applied. Replaying an applied entry is a no-op."""
+        applied = 0
+        entries = self.archive.entries(start)
+        while chunk := list(itertools.islice(entries, BATCH_SIZE)):
+            with writer.transaction():
+                for entry, end in chunk:
+                    artifact = self._replayable(entry)
+                    if artifact is not None and not writer.seen(artifact.source_identity, entry.sha256):
+                        writer.apply(artifact, extract(artifact), entry.channel, entry.received_at)
+                        applied += 1
+                writer.record_log_offset(chunk[-1][1])
+        if applied:
+            log.info("ontology %s: applied %d archived artifacts the graph lacked", self.slug, applied)
+        return applied
+
+    def _replayable(self, entry: LogEntry) -> Artifact | None:
+        try:
+            return parse_artifact(self.slug, entry.filename, self.archive.read(entry))
+        except (ArchiveCorrupt, ArtifactRejected, UnsafeName) as exc:
+            log.warning("ontology %s: archived %s skipped: %s", self.slug, entry.filename, exc)
+            return None
+
     def rebuild(self) -> int:
         """Regenerate the graph from the archive log; returns how many artifacts were applied."""
         target = self.paths.database
@@ -141,14 +269,8 @@ class Ontology:
             leftover.unlink(missing_ok=True)
         with self._thread_lock, self._file_lock:
             writer = GraphWriter(connect(fresh))
-            applied = 0
             try:
-                for entry in self.archive.entries():
-                    artifact = parse_artifact(self.slug, entry.filename, self.archive.read(entry.sha256))
-                    if writer.seen(artifact.source_identity, entry.sha256):
-                        continue
-                    writer.apply(artifact, extract(artifact), entry.channel, entry.received_at)
-                    applied += 1
+                applied = self._replay(writer, 0)
                 writer.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             finally:
                 writer.conn.close()
@@ -159,5 +281,3 @@ class Ontology:
                 stale.unlink(missing_ok=True)
             os.replace(fresh, target)
         return applied
-
-

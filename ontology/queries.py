@@ -1,7 +1,7 @@
 """Read-side views of the graph: evidence rows, assertions, concepts, search, counts.
 
 Invariant: read-only SQL over one connection; every function sees one consistent snapshot when the
-caller wraps it in a read transaction. `evidence_rows` is the single definition of which sources
+caller wraps it in a read transaction. `evidence_for` is the single definition of which sources
 count for and against an assertion: the writer weighs exactly what readers show.
 """
 
@@ -49,31 +49,83 @@ class AssertionView:
         return data
 
 
-_EVIDENCE_SQL = """
-SELECT s.identity, s.kind, s.reliability, st.stance, st.text, a.filename, a.version, a.timestamp, 0 AS implied
+_STANCE_SQL = """
+SELECT st.assertion_id, st.source_id, s.identity, s.kind, s.reliability, st.stance, st.text, a.filename,
+       a.version, a.timestamp
 FROM stances st JOIN sources s ON s.id = st.source_id JOIN artifacts a ON a.id = st.artifact_id
-WHERE st.assertion_id = :id
-UNION ALL
-SELECT s.identity, s.kind, s.reliability, -1, st.text, a.filename, a.version, a.timestamp, 1
-FROM assertions me JOIN assertions sib ON sib.slot = me.slot AND sib.id != me.id AND sib.value != me.value
-JOIN stances st ON st.assertion_id = sib.id AND st.stance = 1
-JOIN sources s ON s.id = st.source_id JOIN artifacts a ON a.id = st.artifact_id
-WHERE me.id = :id AND me.slot IS NOT NULL
-  AND st.source_id NOT IN (SELECT source_id FROM stances WHERE assertion_id = :id)
+WHERE st.assertion_id IN ({marks}) ORDER BY st.assertion_id, st.source_id
 """
+_IN_CHUNK = 500  # ids per IN (...) list, well under SQLite's bound on bound parameters
+
+
+def _chunks(ids: list[int]) -> list[list[int]]:
+    return [ids[i:i + _IN_CHUNK] for i in range(0, len(ids), _IN_CHUNK)]
+
+
+def _evidence(conn: sqlite3.Connection, assertion_ids: list[int] | set[int]) -> dict[int, dict[str, tuple]]:
+    """For each assertion, identity -> (stance as worded, implied, source_id, kind, reliability, text,
+    filename, version, timestamp): its direct stances, and an implied denial from each source that
+    positively claims another value of the same slot (counted once per source, never over the
+    source's own direct stance). One pass over the stances of the assertions and their slot siblings,
+    so weighing a whole slot group costs as much as reading it once."""
+    wanted = sorted(set(assertion_ids))
+    members: dict[int, tuple[int, str | None, str | None]] = {}
+    for chunk in _chunks(wanted):
+        for aid, polarity, slot, value in conn.execute(
+                f"SELECT id, polarity, slot, value FROM assertions WHERE id IN ({','.join('?' * len(chunk))})", chunk):
+            members[aid] = (polarity, slot, value)
+    slots = sorted({slot for _, slot, _ in members.values() if slot})
+    siblings: dict[str, list[tuple[int, str | None]]] = {}
+    for chunk in [slots[i:i + _IN_CHUNK] for i in range(0, len(slots), _IN_CHUNK)]:
+        for aid, slot, value in conn.execute(
+                f"SELECT id, slot, value FROM assertions WHERE slot IN ({','.join('?' * len(chunk))}) ORDER BY id",
+                chunk):
+            siblings.setdefault(slot, []).append((aid, value))
+    involved = sorted(set(members) | {aid for group in siblings.values() for aid, _ in group})
+    stances: dict[int, list[tuple]] = {}
+    for chunk in _chunks(involved):
+        for row in conn.execute(_STANCE_SQL.format(marks=",".join("?" * len(chunk))), chunk):
+            stances.setdefault(row[0], []).append(row[1:])
+    # Per slot, each source's positive claims in sibling order: (sibling id, value, row).
+    claims: dict[str, list[tuple[int, str | None, tuple]]] = {}
+    for slot, group in siblings.items():
+        claims[slot] = [(sib, value, row) for sib, value in group for row in stances.get(sib, ()) if row[4] == 1]
+    out: dict[int, dict[str, tuple]] = {}
+    for aid in wanted:
+        if aid not in members:
+            continue
+        polarity, slot, value = members[aid]
+        rows: dict[str, tuple] = {}
+        for source_id, identity, kind, rel, stance, text, filename, version, ts in stances.get(aid, ()):
+            rows[identity] = (stance * polarity, False, source_id, kind, rel, text, filename, version, ts)
+        if slot:
+            direct = {r[2] for r in rows.values()}
+            for sib, sib_value, (source_id, identity, kind, rel, _, text, filename, version, ts) in claims[slot]:
+                # A source stating several other values still counts once.
+                if sib != aid and sib_value != value and source_id not in direct and identity not in rows:
+                    rows[identity] = (-polarity, True, source_id, kind, rel, text, filename, version, ts)
+        out[aid] = rows
+    return out
+
+
+def evidence_for(conn: sqlite3.Connection, assertion_ids: list[int] | set[int]) -> dict[int, list[EvidenceRow]]:
+    """For each assertion, one row per independent source, stance relative to the assertion as worded,
+    in time order (see `_evidence` for which sources count)."""
+    return {aid: sorted((EvidenceRow(identity, r[3], r[4], r[0], r[5], r[6], r[7], r[8], r[1])
+                         for identity, r in rows.items()), key=lambda e: (e.timestamp, e.source))
+            for aid, rows in _evidence(conn, assertion_ids).items()}
+
+
+def stance_weights(conn: sqlite3.Connection, assertion_ids: list[int] | set[int]) -> dict[int, list[tuple[int, float]]]:
+    """(stance, reliability) per source for each assertion: exactly what `evidence_for` shows, without
+    the display fields (the writer weighs many assertions per artifact)."""
+    return {aid: [(r[0], r[4]) for _, r in sorted(rows.items(), key=lambda item: (item[1][8], item[0]))]
+            for aid, rows in _evidence(conn, assertion_ids).items()}
 
 
 def evidence_rows(conn: sqlite3.Connection, assertion_id: int) -> list[EvidenceRow]:
-    """One row per independent source, stance relative to the assertion as worded."""
-    polarity = conn.execute("SELECT polarity FROM assertions WHERE id=?", (assertion_id,)).fetchone()[0]
-    rows: dict[str, EvidenceRow] = {}
-    for r in conn.execute(_EVIDENCE_SQL, {"id": assertion_id}):
-        # An implied denial comes from a positive claim of another value; a source stating several
-        # other values still counts once.
-        if r[0] in rows:
-            continue
-        rows[r[0]] = EvidenceRow(r[0], r[1], r[2], r[3] * polarity, r[4], r[5], r[6], r[7], bool(r[8]))
-    return sorted(rows.values(), key=lambda e: (e.timestamp, e.source))
+    """One row per independent source, stance relative to the assertion as worded (see evidence_for)."""
+    return evidence_for(conn, [assertion_id]).get(assertion_id, [])
 
 
 _ASSERTION_COLS = """a.id, c.key, a.text, a.status, a.belief, a.plausibility, a.conflict, a.n_for, a.n_against,
@@ -81,7 +133,8 @@ a.updated_at"""
 
 
 def _views(conn: sqlite3.Connection, rows: list[sqlite3.Row], with_sources: bool) -> list[AssertionView]:
-    return [AssertionView(*r, sources=tuple(evidence_rows(conn, r[0])) if with_sources else ()) for r in rows]
+    evidence = evidence_for(conn, [r[0] for r in rows]) if with_sources else {}
+    return [AssertionView(*r, sources=tuple(evidence.get(r[0], ()))) for r in rows]
 
 
 def assertions(conn: sqlite3.Connection, *, status: str | None = None, concept: str | None = None,

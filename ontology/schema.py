@@ -13,6 +13,8 @@ from pathlib import Path
 SCHEMA_VERSION = 3  # 2: lsh is WITHOUT ROWID; 3: 15x4 LSH bands
 # A writer holding the lock is normal (one artifact at a time); wait for it rather than fail.
 BUSY_TIMEOUT_MS = 30_000
+WAL_AUTOCHECKPOINT_PAGES = 16_384
+WRITER_CACHE_KIB = 64 * 1024
 
 DDL = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -78,6 +80,13 @@ def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
                                check_same_thread=False)
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable across app crashes
+        # Checkpoint every 16k pages (64 MiB of WAL) instead of SQLite's 1k: a checkpoint copies each
+        # page once however often it changed, and ingest rewrites the same index pages constantly
+        # (bench/ingest.py: 23 % faster at 5k artifacts). Readers are unaffected in WAL mode.
+        conn.execute(f"PRAGMA wal_autocheckpoint={WAL_AUTOCHECKPOINT_PAGES}")
+        # The writer's page cache holds the hot index pages (LSH, keys) instead of re-reading them
+        # from the OS on every lookup: 13 % faster ingest at 5k artifacts than SQLite's 2 MiB default.
+        conn.execute(f"PRAGMA cache_size=-{WRITER_CACHE_KIB}")
         conn.executescript(DDL)
         row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
         if row is None:

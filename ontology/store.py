@@ -10,8 +10,10 @@ come from the artifact and its archive record only, never the wall clock, so a r
 from __future__ import annotations
 
 import sqlite3
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from typing import Iterator
 
 from ontology import minhash, queries
 from ontology.artifact import Artifact, Kind
@@ -24,6 +26,12 @@ from ontology.extract import ConceptDecl, Extraction, Statement
 NEAR_DUPLICATE_JACCARD = 0.7
 MIN_NEAR_DUPLICATE_TOKENS = 3  # shorter statements match only exactly: too little to compare
 CANDIDATES_PER_BAND = 20  # bounds the lookup when a band is crowded (15 bands: <= 300 rows)
+_CANDIDATE_SQL = "SELECT group_concat(assertion_id) FROM (" + " UNION ALL ".join(  # one row, not hundreds
+    [f"SELECT * FROM (SELECT assertion_id FROM lsh WHERE band=? AND hash=? LIMIT {CANDIDATES_PER_BAND})"]
+    * minhash.BANDS) + ")"
+# Candidate token sets kept in memory (~600 bytes each, so <= ~40 MiB): a Zipf vocabulary makes the same
+# assertions candidates again and again, and fetching them was a third of the near-duplicate cost.
+CANDIDATE_CACHE_SIZE = 65_536
 # Which concept owns an assertion that several concepts state: a memory file over a document over a
 # ledger section, so a topic file shows what its own memory says.
 _OWNER_RANK = {"section": 1, "ledger": 1, "document": 2}
@@ -72,22 +80,51 @@ class GraphWriter:
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
+        # assertion id -> (tokens, slot, value) for near-duplicate checks. These columns never
+        # change once written, and ids are never reused except after a rollback, which clears the cache.
+        self._candidates: dict[int, tuple[frozenset[str], str | None, str | None]] = {}
 
     def seen(self, identity: str, sha256: str) -> bool:
         return self.conn.execute(
             "SELECT 1 FROM artifacts a JOIN sources s ON s.id=a.source_id WHERE s.identity=? AND a.sha256=?",
             (identity, sha256)).fetchone() is not None
 
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One write transaction: everything inside commits together or not at all."""
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self._candidates.clear()  # rolled-back ids may be handed out again
+            if self.conn.in_transaction:
+                self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
+
     def apply(self, artifact: Artifact, extraction: Extraction, channel: str, received_at: str) -> Applied:
+        """Apply one artifact inside the open transaction, all or nothing (a savepoint), so a batch
+        can keep going past an artifact that fails."""
         conn = self.conn
-        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("SAVEPOINT artifact")
         try:
             result = self._apply(artifact, extraction, channel, received_at)
         except BaseException:
-            conn.execute("ROLLBACK")
+            self._candidates.clear()  # rolled-back ids may be handed out again
+            if conn.in_transaction:
+                conn.execute("ROLLBACK TO artifact")
+                conn.execute("RELEASE artifact")
             raise
-        conn.execute("COMMIT")
+        conn.execute("RELEASE artifact")
         return result
+
+    def applied_log_offset(self) -> int:
+        """How far into the archive log this graph has applied (0 for a graph that never recorded it)."""
+        row = self.conn.execute("SELECT value FROM meta WHERE key='log_applied'").fetchone()
+        return int(row[0]) if row else 0
+
+    def record_log_offset(self, offset: int) -> None:
+        self.conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES('log_applied', ?)", (str(offset),))
 
     # -- steps, all inside the transaction ------------------------------------------------------
 
@@ -115,9 +152,9 @@ class GraphWriter:
             concept_id = self._resolve_concept(statement, extraction, ts)
             assertion_id = self._assertion_for(statement, concept_id, ts)
             observed[assertion_id] = (statement.proposition.polarity, statement.text)  # last word wins
-        for assertion_id, (stance, text) in observed.items():
-            conn.execute("INSERT INTO stance_history(assertion_id, source_id, artifact_id, stance, text, timestamp)"
-                         " VALUES(?,?,?,?,?,?)", (assertion_id, source_id, artifact_id, stance, text, ts))
+        conn.executemany("INSERT INTO stance_history(assertion_id, source_id, artifact_id, stance, text, timestamp)"
+                         " VALUES(?,?,?,?,?,?)", [(assertion_id, source_id, artifact_id, stance, text, ts)
+                                                  for assertion_id, (stance, text) in observed.items()])
 
         touched: set[int] = set()
         if current:
@@ -151,9 +188,15 @@ class GraphWriter:
             if decl.title is None and decl.description is None:
                 return concept_id  # a bare hint changes no searchable field
         r = conn.execute("SELECT key, name, title, description FROM concepts WHERE id=?", (concept_id,)).fetchone()
-        conn.execute("DELETE FROM concepts_fts WHERE rowid=?", (concept_id,))
+        indexed = (r[0], r[1], r[2] or "", r[3] or "")
+        if row is not None:
+            old = conn.execute("SELECT key, name, title, description FROM concepts_fts WHERE rowid=?",
+                               (concept_id,)).fetchone()
+            if old is not None and tuple(old) == indexed:
+                return concept_id  # restated unchanged: the search index already says this
+            conn.execute("DELETE FROM concepts_fts WHERE rowid=?", (concept_id,))
         conn.execute("INSERT INTO concepts_fts(rowid, key, name, title, description) VALUES(?,?,?,?,?)",
-                     (concept_id, r[0], r[1], r[2] or "", r[3] or ""))
+                     (concept_id, *indexed))
         return concept_id
 
     def _resolve_concept(self, statement: Statement, extraction: Extraction, ts: str) -> int:
@@ -192,23 +235,33 @@ class GraphWriter:
     def _near_duplicate(self, statement: Statement, pairs: list[tuple[int, int]]) -> int | None:
         prop = statement.proposition
         size = len(prop.tokens)
-        if size < MIN_NEAR_DUPLICATE_TOKENS:
+        if size < MIN_NEAR_DUPLICATE_TOKENS or len(pairs) != minhash.BANDS:
             return None
-        # One query for all bands. Jaccard >= t needs t*|A| <= |B| <= |A|/t, so other sizes are skipped
-        # in SQL; each band contributes at most CANDIDATES_PER_BAND rows, keeping the cost flat.
-        union = " UNION ".join(
-            "SELECT * FROM (SELECT assertion_id FROM lsh WHERE band=? AND hash=? LIMIT ?)" for _ in pairs)
-        params: list[object] = [x for band, value in pairs for x in (band, value, CANDIDATES_PER_BAND)]
-        rows = self.conn.execute(
-            f"SELECT a.id, a.tokens, a.slot, a.value FROM assertions a WHERE a.id IN ({union}) "
-            "AND a.n_tokens BETWEEN ? AND ? ORDER BY a.id",
-            params + [size * NEAR_DUPLICATE_JACCARD, size / NEAR_DUPLICATE_JACCARD]).fetchall()
+        # One index-only query for all bands; each band contributes at most CANDIDATES_PER_BAND rows,
+        # keeping the cost flat as the graph grows. Candidate tokens come from a cache (fetched once).
+        found = self.conn.execute(_CANDIDATE_SQL, [x for pair in pairs for x in pair]).fetchone()[0]
+        ids = sorted(set(map(int, found.split(",")))) if found else []
+        cache = self._candidates
+        missing = [i for i in ids if i not in cache]
+        if missing:
+            if len(cache) + len(missing) > CANDIDATE_CACHE_SIZE:
+                cache.clear()  # bounded memory; the common candidates come back within a few statements
+                missing = ids
+            marks = ",".join("?" * len(missing))
+            for cid, tokens, slot, value in self.conn.execute(
+                    f"SELECT id, tokens, slot, value FROM assertions WHERE id IN ({marks})", missing):
+                cache[cid] = (frozenset(tokens.split()), slot, value)
+        # Jaccard = |A & B| / (|A| + |B| - |A & B|); one comprehension keeps the per-candidate cost low.
+        mine, threshold = prop.tokens, NEAR_DUPLICATE_JACCARD
+        scored = [(score, cid) for cid in ids
+                  if (score := (common := len(mine & (entry := cache[cid])[0])) / (size + len(entry[0]) - common))
+                  >= threshold]
         best: tuple[float, int] | None = None
-        for cid, tokens, slot, value in rows:
+        for score, cid in scored:
+            _, slot, value = cache[cid]
             if slot and prop.slot and (slot != prop.slot or value != prop.value):
                 continue  # different values of one slot are alternatives, never the same claim
-            score = minhash.jaccard(prop.tokens, frozenset(tokens.split()))
-            if score >= NEAR_DUPLICATE_JACCARD and (best is None or score > best[0]):
+            if best is None or score > best[0]:
                 best = (score, cid)
         return best[1] if best else None
 
@@ -232,30 +285,33 @@ class GraphWriter:
             "SELECT assertion_id, stance FROM stances WHERE source_id=?", (source_id,))}
         changed: set[int] = set()
         if not additive:
-            for assertion_id in previous.keys() - observed.keys():
-                conn.execute("DELETE FROM stances WHERE assertion_id=? AND source_id=?", (assertion_id, source_id))
-                conn.execute("INSERT INTO stance_history(assertion_id, source_id, artifact_id, stance, text, timestamp)"
-                             " VALUES(?,?,?,0,'',?)", (assertion_id, source_id, artifact_id, ts))
-                changed.add(assertion_id)
-        for assertion_id, (stance, text) in observed.items():
-            conn.execute("INSERT OR REPLACE INTO stances(assertion_id, source_id, stance, artifact_id, text)"
-                         " VALUES(?,?,?,?,?)", (assertion_id, source_id, stance, artifact_id, text))
-            if previous.get(assertion_id) != stance:
-                changed.add(assertion_id)
+            withdrawn = sorted(previous.keys() - observed.keys())
+            conn.executemany("DELETE FROM stances WHERE assertion_id=? AND source_id=?",
+                             [(assertion_id, source_id) for assertion_id in withdrawn])
+            conn.executemany("INSERT INTO stance_history(assertion_id, source_id, artifact_id, stance, text, timestamp)"
+                             " VALUES(?,?,?,0,'',?)", [(assertion_id, source_id, artifact_id, ts)
+                                                       for assertion_id in withdrawn])
+            changed.update(withdrawn)
+        conn.executemany("INSERT OR REPLACE INTO stances(assertion_id, source_id, stance, artifact_id, text)"
+                         " VALUES(?,?,?,?,?)", [(assertion_id, source_id, stance, artifact_id, text)
+                                                for assertion_id, (stance, text) in observed.items()])
+        changed.update(a for a, (stance, _) in observed.items() if previous.get(a) != stance)
         return changed
 
     def _reweigh(self, assertion_ids: set[int], ts: str) -> None:
         """Recompute labels for changed assertions and every exclusive alternative in their slots."""
         conn = self.conn
         targets = set(assertion_ids)
-        for assertion_id in assertion_ids:
-            slot = conn.execute("SELECT slot FROM assertions WHERE id=?", (assertion_id,)).fetchone()[0]
-            if slot:
-                targets.update(r[0] for r in conn.execute("SELECT id FROM assertions WHERE slot=?", (slot,)))
+        if assertion_ids:
+            marks = ",".join("?" * len(assertion_ids))
+            targets.update(r[0] for r in conn.execute(
+                f"SELECT sib.id FROM assertions a JOIN assertions sib ON sib.slot = a.slot "
+                f"WHERE a.id IN ({marks}) AND a.slot IS NOT NULL", sorted(assertion_ids)))
+        updates = []
+        weights = queries.stance_weights(conn, targets)
         for assertion_id in sorted(targets):
-            rows = queries.evidence_rows(conn, assertion_id)
-            verdict = weigh([(e.stance, e.reliability) for e in rows])
-            conn.execute("UPDATE assertions SET status=?, belief=?, plausibility=?, conflict=?, n_for=?, "
-                         "n_against=?, updated_at=max(updated_at, ?) WHERE id=?",
-                         (verdict.label.value, verdict.belief, verdict.plausibility, verdict.conflict,
-                          verdict.n_for, verdict.n_against, ts, assertion_id))
+            verdict = weigh(weights[assertion_id])
+            updates.append((verdict.label.value, verdict.belief, verdict.plausibility, verdict.conflict,
+                            verdict.n_for, verdict.n_against, ts, assertion_id))
+        conn.executemany("UPDATE assertions SET status=?, belief=?, plausibility=?, conflict=?, n_for=?, "
+                         "n_against=?, updated_at=max(updated_at, ?) WHERE id=?", updates)

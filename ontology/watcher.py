@@ -23,6 +23,7 @@ from watchdog.observers import Observer
 
 from ontology.artifact import Channel
 from ontology.backend import Backend
+from ontology.ingest import BATCH_SIZE
 from ontology.layout import SLUG_RE
 
 log = logging.getLogger("kgbridge.watcher")
@@ -48,7 +49,6 @@ class _Queue:
     due: dict[Path, float] = field(default_factory=dict)
     cond: threading.Condition = field(default_factory=threading.Condition)
     thread: threading.Thread | None = None
-    in_hand: Path | None = None
 
 
 class DropWatcher(FileSystemEventHandler):
@@ -170,49 +170,56 @@ class DropWatcher(FileSystemEventHandler):
 
     # -- work -----------------------------------------------------------------------------------
 
-    def _next(self, queue: _Queue) -> Path | None:
+    def _next(self, queue: _Queue) -> list[Path]:
+        """The files that are due, oldest first, at most one batch; empty once stopping."""
         with queue.cond:
             while not self._stop.is_set():
                 now = time.monotonic()
-                ready = [p for p, t in queue.due.items() if t <= now]
+                ready = sorted((p for p, t in queue.due.items() if t <= now), key=lambda p: (queue.due[p], p.name))
                 if ready:
-                    path = min(ready, key=lambda p: (queue.due[p], p.name))
-                    del queue.due[path]
-                    queue.in_hand = path
-                    return path
+                    batch = ready[:BATCH_SIZE]
+                    for path in batch:
+                        del queue.due[path]
+                    return batch
                 wait = min(queue.due.values()) - now if queue.due else None
                 queue.cond.wait(wait)
-        return None
+        return []
 
     def _work(self, slug: str, queue: _Queue) -> None:
-        while (path := self._next(queue)) is not None:
+        while batch := self._next(queue):
             try:
-                self._ingest_file(slug, path)
-            except Exception as exc:  # noqa: BLE001 - worker boundary: log, keep the file, go on
-                self.last_error = f"{slug}/{path.name}: {exc}"
+                self._ingest_files(slug, batch)
+            except Exception as exc:  # noqa: BLE001 - worker boundary: log, keep the files, go on
+                self.last_error = f"{slug}: {exc}"
                 self.backend.record_error(slug, self.last_error)
-                log.exception("ingest of %s failed", path)
-                self._enqueue(path, delay=RETRY_SECONDS)
-            finally:
-                queue.in_hand = None
+                log.exception("ingest of %d files into %s failed", len(batch), slug)
+                for path in batch:
+                    self._enqueue(path, delay=RETRY_SECONDS)
 
-    def _ingest_file(self, slug: str, path: Path) -> None:
-        if path.is_symlink():  # never follow: it could point out of the knowledge root
+    def _ingest_files(self, slug: str, paths: list[Path]) -> None:
+        """Ingest a burst in one batch (one transaction); each file is removed once it is archived or
+        kept as rejected, and every file stays where it is if the batch fails."""
+        taken: list[tuple[Path, bytes]] = []
+        for path in paths:
+            if path.is_symlink():  # never follow: it could point out of the knowledge root
+                try:
+                    target = os.readlink(path)
+                except FileNotFoundError:
+                    continue
+                self.backend.reject_symlink(slug, path.name, target)
+                path.unlink(missing_ok=True)
+                continue
             try:
-                target = os.readlink(path)
+                before = path.stat()
+                data = path.read_bytes()
+                after = path.stat()
             except FileNotFoundError:
-                return
-            self.backend.reject_symlink(slug, path.name, target)
-            path.unlink(missing_ok=True)
-            return
-        try:
-            before = path.stat()
-            data = path.read_bytes()
-            after = path.stat()
-        except FileNotFoundError:
-            return  # taken already (a rescan raced an event)
-        if (before.st_size, before.st_mtime_ns) != (after.st_size, after.st_mtime_ns) or after.st_size != len(data):
-            self._enqueue(path)  # still being written: read it once it is quiet
-            return
-        self.backend.ingest(slug, path.name, data, Channel.DROP)
-        path.unlink(missing_ok=True)
+                continue  # taken already (a rescan raced an event)
+            if (before.st_size, before.st_mtime_ns) != (after.st_size, after.st_mtime_ns) or after.st_size != len(data):
+                self._enqueue(path)  # still being written: read it once it is quiet
+                continue
+            taken.append((path, data))
+        if taken:
+            self.backend.ingest_many(slug, [(path.name, data, Channel.DROP) for path, data in taken])
+            for path, _ in taken:
+                path.unlink(missing_ok=True)

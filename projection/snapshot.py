@@ -45,11 +45,13 @@ def memory_snapshot(conn: sqlite3.Connection, ontology: str) -> MemorySnapshot:
                  else "INSUFFICIENT_DATA" if r[5] else "no claims")
         lines.append(ConceptLine(r[0], clip(r[1], 120), clip(r[2] or r[10] or "", 200), label, float(r[9]), int(r[5])))
     disputed = []
-    for a in conn.execute(
-            """SELECT a.id, c.key, a.text, a.status, a.n_for, a.n_against, a.belief, a.plausibility
-               FROM assertions a JOIN concepts c ON c.id = a.concept_id
-               WHERE a.status IN ('CONTESTED', 'CONTRADICTORY') ORDER BY a.conflict DESC, a.id""").fetchall():
-        sides = queries.evidence_rows(conn, a[0])
+    disputes = conn.execute(
+        """SELECT a.id, c.key, a.text, a.status, a.n_for, a.n_against, a.belief, a.plausibility
+           FROM assertions a JOIN concepts c ON c.id = a.concept_id
+           WHERE a.status IN ('CONTESTED', 'CONTRADICTORY') ORDER BY a.conflict DESC, a.id""").fetchall()
+    evidence = queries.evidence_for(conn, [a[0] for a in disputes])
+    for a in disputes:
+        sides = evidence[a[0]]
         pro = ", ".join(s.source_kind for s in sides if s.stance > 0)[:80]
         con = ", ".join(s.source_kind for s in sides if s.stance < 0)[:80]
         disputed.append(DisputedLine(a[1], clip(a[2], 200), a[3], a[4], a[5], a[6], a[7],

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from ontology.ingest import Ontology
+
 from bridge_env import BridgeEnv, drops
 from conftest import FIXTURES
 from fuse_helpers import requires_fuse, start_passthrough, unmount
@@ -132,5 +134,5 @@ def test_http_backend_that_never_answers_reads_as_absent_and_outbox_drains_when_
         assert bridge.cli("flush", env=env).returncode == 0
         assert drops(bridge.outbox) == []
         assert bridge.status(env)["last_delivery"] is not None
-    archived = list((server_root / "ontology" / "shop" / "archive" / "objects").rglob("*"))
-    assert any(p.is_file() and p.read_bytes() == MEMORY.read_bytes() for p in archived)
+    archive = Ontology(server_root, "shop").archive
+    assert MEMORY.read_bytes() in [archive.read(entry) for entry, _ in archive.entries()]

@@ -15,6 +15,8 @@ import httpx
 import pytest
 from mcp import Client
 
+from ontology.ingest import Ontology
+
 from conftest import FIXTURES, ledger, memory
 from server_proc import KGBRIDGE, ServerProcess, artifact_rows, free_port, wait_drained
 
@@ -46,7 +48,9 @@ def test_files_present_before_start_are_ingested_once(root, shop):
         wait_drained(shop)
     rows = artifact_rows(root / "ontology" / "shop" / "graph.db")
     assert len(rows) == 5 == len(set(rows))
-    assert len(list((root / "ontology" / "shop" / "archive" / "objects").rglob("*"))) >= 5
+    archive = Ontology(root, "shop").archive
+    assert sorted(archive.read(entry) for entry, _ in archive.entries()) == sorted(
+        memory(f"note-{i}", f"Service {i} listens on port {8000 + i}") for i in range(5))
 
 
 def test_renamed_in_written_directly_and_burst_are_each_ingested_once(server, root, shop):

@@ -1,8 +1,11 @@
 """Ingest throughput at 1k, 5k and 20k synthetic artifacts, and how per-artifact cost grows.
 
-Run: .venv/bin/python -m bench.ingest [--sizes 1000,5000,20000]
-Reports artifacts/s per size and cost(20k)/cost(1k) per artifact (target: >= 500/s, ratio <= 1.5).
-All sizes run in one process so the ratio compares like with like on a shared, noisy machine.
+Run: .venv/bin/python -m bench.ingest [--sizes 1000,5000,20000] [--modes bulk,single]
+Reports artifacts/s per size and cost(20k)/cost(1k) per artifact (target: >= 500/s, ratio <= 1.5)
+for two ways in: `bulk` is `Ontology.ingest_many` (what `kgbridge ingest DIR` and a watcher burst
+do: one transaction per batch), `single` is one `Ontology.ingest` call per artifact (what one
+POST /ingest does). All sizes run in one process so ratios compare like with like on a shared,
+noisy machine.
 """
 
 from __future__ import annotations
@@ -47,14 +50,17 @@ def synthetic(i: int, rng: random.Random) -> tuple[str, bytes]:
     return f"note-{i}.md", data.encode()
 
 
-def run(size: int, seed: int = 7) -> float:
+def run(size: int, mode: str, seed: int = 7) -> float:
     rng = random.Random(seed)
     artifacts = [synthetic(i, rng) for i in range(size)]
     with tempfile.TemporaryDirectory() as tmp:
         onto = Ontology(Path(tmp), "bench", create=True)
         start = time.perf_counter()
-        for name, data in artifacts:
-            onto.ingest(name, data, Channel.CLI)
+        if mode == "bulk":
+            onto.ingest_many((name, data, Channel.CLI) for name, data in artifacts)
+        else:
+            for name, data in artifacts:
+                onto.ingest(name, data, Channel.CLI)
         elapsed = time.perf_counter() - start
         onto.close()
     return elapsed
@@ -63,17 +69,19 @@ def run(size: int, seed: int = 7) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", default="1000,5000,20000")
+    parser.add_argument("--modes", default="bulk,single")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
-    per_artifact: dict[int, float] = {}
-    for size in sizes:
-        elapsed = run(size)
-        per_artifact[size] = elapsed / size
-        print(f"{size:>6} artifacts: {elapsed:7.2f} s  {size / elapsed:8.1f} artifacts/s  "
-              f"{per_artifact[size] * 1000:6.3f} ms/artifact")
-    if len(sizes) > 1:
-        ratio = per_artifact[sizes[-1]] / per_artifact[sizes[0]]
-        print(f"cost per artifact at {sizes[-1]} / at {sizes[0]}: {ratio:.2f}")
+    for mode in args.modes.split(","):
+        per_artifact: dict[int, float] = {}
+        for size in sizes:
+            elapsed = run(size, mode)
+            per_artifact[size] = elapsed / size
+            print(f"{mode:>6} {size:>6} artifacts: {elapsed:7.2f} s  {size / elapsed:8.1f} artifacts/s  "
+                  f"{per_artifact[size] * 1000:6.3f} ms/artifact", flush=True)
+        if len(sizes) > 1:
+            ratio = per_artifact[sizes[-1]] / per_artifact[sizes[0]]
+            print(f"{mode:>6} cost per artifact at {sizes[-1]} / at {sizes[0]}: {ratio:.2f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from filelock import FileLock
+from filelock import FileLock, Timeout
 
 from ontology.archive import Archive, ArchiveCorrupt, Incoming, LogEntry
 from ontology.artifact import Artifact, ArtifactRejected, Channel
@@ -94,6 +94,7 @@ class Ontology:
         self._file_lock = FileLock(str(self.paths.lock))
         self._writer: GraphWriter | None = None
         self._writer_identity: tuple[int, int] | None = None
+        self._caught_up = False  # readers apply what the archive holds once, when the writer is free
 
     @property
     def slug(self) -> str:
@@ -102,19 +103,41 @@ class Ontology:
     @contextmanager
     def _exclusive(self) -> Iterator[GraphWriter]:
         with self._thread_lock, self._file_lock:
-            if self._writer is not None and self._database_identity() != self._writer_identity:
-                # Another process rebuilt (replaced) the database: writing on would go to the old file.
-                self._writer.conn.close()
-                self._writer = None
-            if self._writer is None:
-                writer = GraphWriter(connect(self.paths.database))
-                try:
-                    self._replay(writer, writer.applied_log_offset())
-                except BaseException:
-                    writer.conn.close()
-                    raise
-                self._writer, self._writer_identity = writer, self._database_identity()
-            yield self._writer
+            yield self._open_writer()
+
+    def _open_writer(self) -> GraphWriter:
+        """The writer, opened (and caught up with the archive) if needed; callers hold both locks."""
+        if self._writer is not None and self._database_identity() != self._writer_identity:
+            # Another process rebuilt (replaced) the database: writing on would go to the old file.
+            self._writer.conn.close()
+            self._writer = None
+        if self._writer is None:
+            writer = GraphWriter(connect(self.paths.database))
+            try:
+                self._replay(writer, writer.applied_log_offset())
+            except BaseException:
+                writer.conn.close()
+                raise
+            self._writer, self._writer_identity = writer, self._database_identity()
+        return self._writer
+
+    def catch_up(self) -> bool:
+        """Apply archived artifacts the graph lacks, if the writer is free right now; never waits
+        for it (a busy writer catches up itself). Returns whether it ran."""
+        if not self._thread_lock.acquire(blocking=False):
+            return False
+        try:
+            try:
+                self._file_lock.acquire(timeout=0)
+            except Timeout:
+                return False
+            try:
+                self._open_writer()
+            finally:
+                self._file_lock.release()
+        finally:
+            self._thread_lock.release()
+        return True
 
     def _database_identity(self) -> tuple[int, int] | None:
         try:
@@ -228,7 +251,9 @@ class Ontology:
         """A read-only connection inside one read transaction: a consistent snapshot."""
         if not self.paths.database.exists():
             with self._exclusive():
-                pass  # creates the schema so readers of a new ontology see empty tables
+                pass  # creates the schema (and replays the archive) so readers see a graph
+        elif not self._caught_up:
+            self._caught_up = self.catch_up()
         conn = connect(self.paths.database, readonly=True)
         try:
             conn.execute("BEGIN")

@@ -26,9 +26,11 @@ from ontology.extract import ConceptDecl, Extraction, Statement
 NEAR_DUPLICATE_JACCARD = 0.7
 MIN_NEAR_DUPLICATE_TOKENS = 3  # shorter statements match only exactly: too little to compare
 CANDIDATES_PER_BAND = 20  # bounds the lookup when a band is crowded (15 bands: <= 300 rows)
-_CANDIDATE_SQL = "SELECT group_concat(assertion_id) FROM (" + " UNION ALL ".join(  # one row, not hundreds
-    [f"SELECT * FROM (SELECT assertion_id FROM lsh WHERE band=? AND hash=? LIMIT {CANDIDATES_PER_BAND})"]
-    * minhash.BANDS) + ")"
+# One row, one column per band: that band's first CANDIDATES_PER_BAND assertion ids, comma-joined.
+# Raising CANDIDATES_PER_BAND needs a rebuild: full bands stop taking rows (see _near_duplicate).
+_CANDIDATE_SQL = "SELECT " + ", ".join(
+    [f"(SELECT group_concat(assertion_id) FROM (SELECT assertion_id FROM lsh WHERE band=? AND hash=? "
+     f"LIMIT {CANDIDATES_PER_BAND}))"] * minhash.BANDS)
 # Candidate token sets kept in memory (~600 bytes each, so <= ~40 MiB): a Zipf vocabulary makes the same
 # assertions candidates again and again, and fetching them was a third of the near-duplicate cost.
 CANDIDATE_CACHE_SIZE = 65_536
@@ -217,8 +219,12 @@ class GraphWriter:
         """Find the assertion this statement restates (exact key, else near-duplicate), or create it."""
         conn, prop = self.conn, statement.proposition
         row = conn.execute("SELECT id FROM assertions WHERE key=?", (prop.key,)).fetchone()
-        bands = minhash.bands(prop.tokens) if row is None else []
-        assertion_id = row[0] if row else self._near_duplicate(statement, bands)
+        if row is not None:
+            assertion_id = row[0]
+        elif len(prop.tokens) < MIN_NEAR_DUPLICATE_TOKENS:
+            assertion_id, bands = None, []  # too short to be anyone's near-duplicate: nothing to index
+        else:
+            assertion_id, bands = self._near_duplicate(statement, minhash.bands(prop.tokens))
         if assertion_id is None:
             assertion_id = conn.execute(
                 "INSERT INTO assertions(concept_id, key, text, polarity, tokens, n_tokens, slot, value, created_at, updated_at)"
@@ -232,15 +238,21 @@ class GraphWriter:
         self._maybe_move_owner(assertion_id, concept_id, statement)
         return assertion_id
 
-    def _near_duplicate(self, statement: Statement, pairs: list[tuple[int, int]]) -> int | None:
+    def _near_duplicate(self, statement: Statement, pairs: list[tuple[int, int]]
+                        ) -> tuple[int | None, list[tuple[int, int]]]:
+        """The assertion this statement restates by Jaccard >= NEAR_DUPLICATE_JACCARD, if any, and the
+        bands a new assertion should be indexed under: all but the full ones (a band already holding
+        CANDIDATES_PER_BAND rows returns its oldest rows forever, so a new row there is never read)."""
         prop = statement.proposition
         size = len(prop.tokens)
-        if size < MIN_NEAR_DUPLICATE_TOKENS or len(pairs) != minhash.BANDS:
-            return None
-        # One index-only query for all bands; each band contributes at most CANDIDATES_PER_BAND rows,
-        # keeping the cost flat as the graph grows. Candidate tokens come from a cache (fetched once).
-        found = self.conn.execute(_CANDIDATE_SQL, [x for pair in pairs for x in pair]).fetchone()[0]
-        ids = sorted(set(map(int, found.split(",")))) if found else []
+        if len(pairs) != minhash.BANDS:
+            return None, pairs
+        # One index-only query for all bands, each band at most CANDIDATES_PER_BAND rows, keeping
+        # the cost flat as the graph grows. Candidate tokens come from a cache (fetched once).
+        per_band = self.conn.execute(_CANDIDATE_SQL, [x for pair in pairs for x in pair]).fetchone()
+        found = [found.split(",") if found else [] for found in per_band]
+        open_bands = [pair for pair, rows in zip(pairs, found) if len(rows) < CANDIDATES_PER_BAND]
+        ids = sorted({int(i) for rows in found for i in rows})
         cache = self._candidates
         missing = [i for i in ids if i not in cache]
         if missing:
@@ -263,7 +275,7 @@ class GraphWriter:
                 continue  # different values of one slot are alternatives, never the same claim
             if best is None or score > best[0]:
                 best = (score, cid)
-        return best[1] if best else None
+        return (best[1] if best else None), open_bands
 
     def _maybe_move_owner(self, assertion_id: int, concept_id: int, statement: Statement) -> None:
         """A memory file's own statement re-anchors an assertion first heard in a ledger or document."""

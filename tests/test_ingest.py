@@ -4,11 +4,10 @@ rejections that spare the batch, and a rebuild that reproduces everything."""
 from __future__ import annotations
 
 import json
-import sqlite3
 
 import pytest
 
-from conftest import FIXTURES, ledger, memory
+from conftest import FIXTURES, graph_snapshot, ledger, memory
 from ontology import queries
 from ontology.artifact import Channel
 from ontology.ingest import Ontology, Status
@@ -166,31 +165,15 @@ def test_corpus_builds_concepts_relations_and_sections(onto):
     assert mock["status"] == "CONTESTED"  # the memory and session def456 against session abc123
 
 
-def _snapshot(path):
-    conn = sqlite3.connect(path)
-    try:
-        return {
-            "concepts": conn.execute("SELECT key, name, type, title, description FROM concepts ORDER BY key").fetchall(),
-            "assertions": conn.execute(
-                "SELECT a.key, a.text, c.key, a.status, round(a.belief, 12), round(a.plausibility, 12), "
-                "round(a.conflict, 12), a.n_for, a.n_against FROM assertions a JOIN concepts c ON c.id = a.concept_id "
-                "ORDER BY a.key").fetchall(),
-            "stances": conn.execute("SELECT count(*) FROM stance_history").fetchone(),
-            "relations": conn.execute("SELECT src, dst, kind FROM relations ORDER BY 1, 2, 3").fetchall(),
-        }
-    finally:
-        conn.close()
-
-
 def test_rebuild_reproduces_concepts_assertions_labels_and_numbers(onto):
     for path in sorted((FIXTURES / "corpus").rglob("*.md")):
         onto.ingest_path(path)
     onto.ingest("deploys.md", memory("deploys", "Never deploy on Fridays"), Channel.HTTP)
     onto.close()
-    before = _snapshot(onto.paths.database)
+    before = graph_snapshot(onto.paths.database)
     assert before["assertions"]
     assert onto.rebuild() == 11
-    assert _snapshot(onto.paths.database) == before
+    assert graph_snapshot(onto.paths.database) == before
 
 
 def test_near_duplicates_merge_among_many_unrelated_assertions(onto):

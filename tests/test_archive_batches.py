@@ -1,0 +1,151 @@
+"""Batches, the pack archive and replay: bulk ingest says what one-at-a-time ingest says, a failing
+artifact is kept and spares its batch, and the graph catches up with whatever the archive holds
+(a crash between archive and commit, a deleted database, a torn log line, another process's rebuild)."""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+
+from conftest import FIXTURES, graph_snapshot, ledger, memory
+from ontology import queries
+from ontology.archive import Incoming
+from ontology.artifact import Channel
+from ontology.ingest import Ontology, Status, utc_now
+from ontology.store import GraphWriter
+
+
+def _corpus() -> list[tuple[str, bytes, Channel]]:
+    items = [(p.name, p.read_bytes(), Channel.CLI) for p in sorted((FIXTURES / "corpus").rglob("*.md"))]
+    items += [(f"2026-04-0{i}T1000Z_e001.md", ledger(f"s{i}", "Key decisions:\n- database: "
+                                                    + ("postgres" if i % 2 else "mysql")), Channel.CLI)
+              for i in range(1, 6)]
+    return items
+
+
+def _texts(onto: Ontology) -> dict[str, queries.AssertionView]:
+    with onto.reader() as conn:
+        return {a.text: a for a in queries.assertions(conn)}
+
+
+def test_bulk_ingest_builds_the_same_graph_as_one_at_a_time(root):
+    single = Ontology(root, "one", create=True)
+    for name, data, channel in _corpus():
+        single.ingest(name, data, channel)
+    single.close()
+    bulk = Ontology(root, "bulk", create=True)
+    results = bulk.ingest_many(_corpus())
+    bulk.close()
+    assert [r.status for r in results].count(Status.NEW) == len(results) - sum(
+        r.status is Status.REJECTED for r in results)
+    assert graph_snapshot(bulk.paths.database) == graph_snapshot(single.paths.database)
+
+
+def test_a_batch_sees_its_own_duplicates(onto):
+    note = memory("deploys", "Never deploy on Fridays")
+    results = onto.ingest_many([("a.md", note, Channel.CLI), ("a.md", note, Channel.CLI)])
+    assert [r.status for r in results] == [Status.NEW, Status.DUPLICATE]
+    assert sum(1 for _ in onto.archive.entries()) == 1
+
+
+def test_an_artifact_that_fails_to_merge_is_kept_and_spares_its_batch(onto, monkeypatch, caplog):
+    original = GraphWriter._apply
+
+    def failing(self, artifact, *args):
+        if artifact.filename == "bad.md":
+            self.conn.execute("INSERT INTO concepts(key, name, type, created_at, updated_at) "
+                              "VALUES('half-written', 'x', 'memory', '', '')")  # work the savepoint must undo
+            raise ValueError("simulated defect")
+        return original(self, artifact, *args)
+
+    monkeypatch.setattr(GraphWriter, "_apply", failing)
+    with caplog.at_level(logging.ERROR):
+        results = onto.ingest_many([("a.md", memory("a", "Use uv for installs"), Channel.CLI),
+                                    ("bad.md", memory("bad", "Something"), Channel.CLI),
+                                    ("c.md", memory("c", "Pin the python version"), Channel.CLI)])
+    assert [r.status for r in results] == [Status.NEW, Status.REJECTED, Status.NEW]
+    assert "simulated defect" in results[1].reason
+    kept = [p for p in onto.paths.rejected.iterdir() if p.name.endswith("bad.md")]
+    assert kept and kept[0].read_bytes() == memory("bad", "Something")
+    with onto.reader() as conn:
+        keys = {r[0] for r in conn.execute("SELECT key FROM concepts")}
+    assert {"a", "c"} <= keys and "half-written" not in keys and "bad" not in keys
+    assert [e.filename for e, _ in onto.archive.entries()] == ["a.md", "c.md"]  # the log holds no reject
+
+
+def test_archived_artifacts_the_graph_lacks_are_applied_when_the_writer_opens(root):
+    """A crash after the archive sync and before the commit leaves log lines the graph lacks."""
+    onto = Ontology(root, "shop", create=True)
+    onto.ingest("a.md", memory("a", "Use uv for installs"), Channel.CLI)
+    onto.close()
+    lost = memory("b", "Pin the python version")
+    onto.archive.put(Incoming(__import__("hashlib").sha256(lost).hexdigest(), "b.md", "cli", utc_now(), lost))
+    reopened = Ontology(root, "shop")
+    assert "Pin the python version" in _texts(reopened)
+    assert reopened.ingest("b.md", lost, Channel.CLI).status is Status.DUPLICATE  # applied once, not twice
+    reopened.close()
+
+
+def test_a_deleted_database_is_regenerated_from_the_archive(root):
+    onto = Ontology(root, "shop", create=True)
+    onto.ingest_many(_corpus())
+    onto.close()
+    before = graph_snapshot(onto.paths.database)
+    for suffix in ("", "-wal", "-shm"):
+        onto.paths.database.with_name(onto.paths.database.name + suffix).unlink(missing_ok=True)
+    again = Ontology(root, "shop")
+    assert _texts(again)
+    again.close()
+    assert graph_snapshot(again.paths.database) == before
+
+
+def test_a_torn_log_line_is_sealed_and_later_entries_survive(onto):
+    onto.ingest("a.md", memory("a", "Use uv for installs"), Channel.CLI)
+    with open(onto.archive.log_path, "ab") as log:
+        log.write(b'{"sha256": "abc", "filen')  # a crash mid-append
+    onto.ingest("c.md", memory("c", "Pin the python version"), Channel.CLI)
+    assert [e.filename for e, _ in onto.archive.entries()] == ["a.md", "c.md"]
+    onto.close()
+    assert onto.rebuild() == 2
+
+
+def test_corrupt_archived_bytes_are_skipped_by_rebuild_with_a_warning(onto, caplog):
+    onto.ingest_many([("a.md", memory("a", "Use uv for installs"), Channel.CLI),
+                      ("c.md", memory("c", "Pin the python version"), Channel.CLI)])
+    first, _ = next(onto.archive.entries())
+    pack = onto.archive.pack_path(first.pack)
+    data = bytearray(pack.read_bytes())
+    data[first.offset] ^= 0xFF
+    pack.write_bytes(bytes(data))
+    onto.close()
+    with caplog.at_level(logging.WARNING):
+        assert onto.rebuild() == 1
+    assert "do not match their sha256" in caplog.text
+    assert list(_texts(onto)) == ["Pin the python version"]
+
+
+def test_archives_from_before_packs_are_still_read(onto):
+    """Entries written by the first archive format point at objects/<aa>/<sha256>."""
+    data = memory("legacy", "Keep the changelog in sync")
+    sha = __import__("hashlib").sha256(data).hexdigest()
+    blob = onto.archive.legacy_blob_path(sha)
+    blob.parent.mkdir(parents=True)
+    blob.write_bytes(data)
+    onto.archive.log_path.write_text(
+        f'{{"channel": "cli", "filename": "legacy.md", "received_at": "{utc_now()}", "sha256": "{sha}"}}\n')
+    assert onto.rebuild() == 1
+    assert "Keep the changelog in sync" in _texts(onto)
+
+
+def test_a_writer_follows_a_rebuild_done_by_another_process(root):
+    server = Ontology(root, "shop", create=True)
+    server.ingest("a.md", memory("a", "Use uv for installs"), Channel.CLI)
+    Ontology(root, "shop").rebuild()  # e.g. `kgbridge rebuild` while the server runs
+    server.ingest("c.md", memory("c", "Pin the python version"), Channel.CLI)
+    server.close()
+    conn = sqlite3.connect(server.paths.database)
+    try:
+        names = {r[0] for r in conn.execute("SELECT filename FROM artifacts")}
+    finally:
+        conn.close()
+    assert names == {"a.md", "c.md"}

@@ -149,3 +149,34 @@ def test_a_writer_follows_a_rebuild_done_by_another_process(root):
     finally:
         conn.close()
     assert names == {"a.md", "c.md"}
+
+
+def test_concurrent_single_ingests_are_grouped_and_each_answered_once(onto):
+    """Group commit: threads calling ingest() at once are applied together, each answered alone."""
+    import threading
+
+    answers: dict[str, list[Status]] = {}
+    lock = threading.Lock()
+
+    def post(worker: int) -> None:
+        for i in range(25):
+            name = f"w{worker}-{i}.md"
+            result = onto.ingest(name, memory(f"w{worker}-{i}", f"Worker {worker} step {i} keeps its own note"),
+                                 Channel.HTTP)
+            shared = onto.ingest("shared.md", memory("shared", "Every worker says this"), Channel.HTTP)
+            with lock:
+                answers.setdefault(name, []).append(result.status)
+                answers.setdefault("shared.md", []).append(shared.status)
+
+    threads = [threading.Thread(target=post, args=(w,)) for w in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert all(statuses == [Status.NEW] for name, statuses in answers.items() if name != "shared.md")
+    assert answers["shared.md"].count(Status.NEW) == 1 and len(answers["shared.md"]) == 200
+    entries = [e.filename for e, _ in onto.archive.entries()]
+    assert len(entries) == len(set(entries)) == 201
+    with onto.reader() as conn:
+        concepts = {r[0] for r in conn.execute("SELECT key FROM concepts")}
+    assert concepts == {f"w{w}-{i}" for w in range(8) for i in range(25)} | {"shared"}

@@ -29,7 +29,7 @@ from ontology.artifact import Artifact, ArtifactRejected, Channel
 from ontology.extract import Extraction, extract
 from ontology.layout import OntologyPaths, UnsafeName, ontology_paths, validate_filename
 from ontology.parse import parse_artifact
-from ontology.schema import connect
+from ontology.schema import SchemaMismatch, connect
 from ontology.store import GraphWriter
 
 log = logging.getLogger(__name__)
@@ -124,7 +124,13 @@ class Ontology:
             self._writer.conn.close()
             self._writer = None
         if self._writer is None:
-            writer = GraphWriter(connect(self.paths.database))
+            try:
+                conn = connect(self.paths.database)
+            except SchemaMismatch as exc:  # written by another version: the archive regenerates it
+                log.warning("ontology %s: %s; rebuilding the graph from the archive", self.slug, exc)
+                self._rebuild_locked()
+                conn = connect(self.paths.database)
+            writer = GraphWriter(conn)
             try:
                 self._replay(writer, writer.applied_log_offset())
             except BaseException:
@@ -331,21 +337,25 @@ class Ontology:
 
     def rebuild(self) -> int:
         """Regenerate the graph from the archive log; returns how many artifacts were applied."""
+        with self._thread_lock, self._file_lock:
+            return self._rebuild_locked()
+
+    def _rebuild_locked(self) -> int:
+        """Replay the whole archive into a fresh file, then swap it in; callers hold both locks."""
         target = self.paths.database
         fresh = target.with_name(target.name + ".rebuild")
         for leftover in (fresh, Path(f"{fresh}-wal"), Path(f"{fresh}-shm")):
             leftover.unlink(missing_ok=True)
-        with self._thread_lock, self._file_lock:
-            writer = GraphWriter(connect(fresh))
-            try:
-                applied = self._replay(writer, 0)
-                writer.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            finally:
-                writer.conn.close()
-            if self._writer is not None:
-                self._writer.conn.close()
-                self._writer = None
-            for stale in (Path(f"{target}-wal"), Path(f"{target}-shm")):
-                stale.unlink(missing_ok=True)
-            os.replace(fresh, target)
+        writer = GraphWriter(connect(fresh))
+        try:
+            applied = self._replay(writer, 0)
+            writer.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        finally:
+            writer.conn.close()
+        if self._writer is not None:
+            self._writer.conn.close()
+            self._writer = None
+        for stale in (Path(f"{target}-wal"), Path(f"{target}-shm")):
+            stale.unlink(missing_ok=True)
+        os.replace(fresh, target)
         return applied

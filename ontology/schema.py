@@ -10,7 +10,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-SCHEMA_VERSION = 3  # 2: lsh is WITHOUT ROWID; 3: 15x4 LSH bands
+SCHEMA_VERSION = 4  # 2: lsh is WITHOUT ROWID; 3: 15x4 LSH bands; 4: subsets (exact short near-dups)
 # A writer holding the lock is normal (one artifact at a time); wait for it rather than fail.
 BUSY_TIMEOUT_MS = 30_000
 WAL_AUTOCHECKPOINT_PAGES = 16_384
@@ -45,6 +45,9 @@ CREATE INDEX IF NOT EXISTS assertions_status ON assertions(status);
 -- The key is the lookup: one B-tree, not a table plus an index (half the pages dirtied per insert).
 CREATE TABLE IF NOT EXISTS lsh(band INTEGER NOT NULL, hash INTEGER NOT NULL, assertion_id INTEGER NOT NULL,
   PRIMARY KEY(band, hash, assertion_id)) WITHOUT ROWID;
+-- Deletion-neighbourhood keys of short assertions (ontology/neardup.py).
+CREATE TABLE IF NOT EXISTS subsets(key INTEGER NOT NULL, assertion_id INTEGER NOT NULL,
+  PRIMARY KEY(key, assertion_id)) WITHOUT ROWID;
 -- Current stance of each source on each assertion, as the source stated it (+1 / -1 relative to the
 -- polarity-free proposition key). One row per source: versions of one artifact are one source.
 CREATE TABLE IF NOT EXISTS stances(

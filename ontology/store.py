@@ -15,25 +15,12 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Iterator
 
-from ontology import minhash, queries
+from ontology import queries
 from ontology.artifact import Artifact, Kind
 from ontology.evidence import RELIABILITY, SourceKind, weigh
 from ontology.extract import ConceptDecl, Extraction, Statement
+from ontology.neardup import NearDuplicateIndex
 
-# Jaccard over stemmed content tokens at or above which two wordings are one proposition. 0.7 merges
-# rewordings that add or drop one content word in four ("hit the real database in tests" / "tests
-# hit a real database"), and keeps apart ones that swap a content word ("unit" vs "integration").
-NEAR_DUPLICATE_JACCARD = 0.7
-MIN_NEAR_DUPLICATE_TOKENS = 3  # shorter statements match only exactly: too little to compare
-CANDIDATES_PER_BAND = 20  # bounds the lookup when a band is crowded (15 bands: <= 300 rows)
-# One row, one column per band: that band's first CANDIDATES_PER_BAND assertion ids, comma-joined.
-# Raising CANDIDATES_PER_BAND needs a rebuild: full bands stop taking rows (see _near_duplicate).
-_CANDIDATE_SQL = "SELECT " + ", ".join(
-    [f"(SELECT group_concat(assertion_id) FROM (SELECT assertion_id FROM lsh WHERE band=? AND hash=? "
-     f"LIMIT {CANDIDATES_PER_BAND}))"] * minhash.BANDS)
-# Candidate token sets kept in memory (~600 bytes each, so <= ~40 MiB): a Zipf vocabulary makes the same
-# assertions candidates again and again, and fetching them was a third of the near-duplicate cost.
-CANDIDATE_CACHE_SIZE = 65_536
 # Which concept owns an assertion that several concepts state: a memory file over a document over a
 # ledger section, so a topic file shows what its own memory says.
 _OWNER_RANK = {"section": 1, "ledger": 1, "document": 2}
@@ -82,9 +69,7 @@ class GraphWriter:
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
-        # assertion id -> (tokens, slot, value) for near-duplicate checks. These columns never
-        # change once written, and ids are never reused except after a rollback, which clears the cache.
-        self._candidates: dict[int, tuple[frozenset[str], str | None, str | None]] = {}
+        self.near = NearDuplicateIndex(conn)
 
     def seen(self, identity: str, sha256: str) -> bool:
         return self.conn.execute(
@@ -98,7 +83,7 @@ class GraphWriter:
         try:
             yield
         except BaseException:
-            self._candidates.clear()  # rolled-back ids may be handed out again
+            self.near.forget()  # rolled-back ids may be handed out again
             if self.conn.in_transaction:
                 self.conn.execute("ROLLBACK")
             raise
@@ -112,7 +97,7 @@ class GraphWriter:
         try:
             result = self._apply(artifact, extraction, channel, received_at)
         except BaseException:
-            self._candidates.clear()  # rolled-back ids may be handed out again
+            self.near.forget()  # rolled-back ids may be handed out again
             if conn.in_transaction:
                 conn.execute("ROLLBACK TO artifact")
                 conn.execute("RELEASE artifact")
@@ -219,63 +204,18 @@ class GraphWriter:
         """Find the assertion this statement restates (exact key, else near-duplicate), or create it."""
         conn, prop = self.conn, statement.proposition
         row = conn.execute("SELECT id FROM assertions WHERE key=?", (prop.key,)).fetchone()
-        if row is not None:
-            assertion_id = row[0]
-        elif len(prop.tokens) < MIN_NEAR_DUPLICATE_TOKENS:
-            assertion_id, bands = None, []  # too short to be anyone's near-duplicate: nothing to index
-        else:
-            assertion_id, bands = self._near_duplicate(statement, minhash.bands(prop.tokens))
+        assertion_id, keys = (row[0], None) if row is not None else self.near.find(prop)
         if assertion_id is None:
             assertion_id = conn.execute(
                 "INSERT INTO assertions(concept_id, key, text, polarity, tokens, n_tokens, slot, value, created_at, updated_at)"
                 " VALUES(?,?,?,?,?,?,?,?,?,?)", (concept_id, prop.key, statement.text, prop.polarity,
                                                  " ".join(sorted(prop.tokens)), len(prop.tokens), prop.slot,
                                                  prop.value, ts, ts)).lastrowid
-            conn.executemany("INSERT OR IGNORE INTO lsh(band, hash, assertion_id) VALUES(?,?,?)",
-                             [(b, h, assertion_id) for b, h in bands])
+            self.near.add(assertion_id, keys)
             conn.execute("INSERT INTO assertions_fts(rowid, text) VALUES(?,?)", (assertion_id, statement.text))
             return assertion_id
         self._maybe_move_owner(assertion_id, concept_id, statement)
         return assertion_id
-
-    def _near_duplicate(self, statement: Statement, pairs: list[tuple[int, int]]
-                        ) -> tuple[int | None, list[tuple[int, int]]]:
-        """The assertion this statement restates by Jaccard >= NEAR_DUPLICATE_JACCARD, if any, and the
-        bands a new assertion should be indexed under: all but the full ones (a band already holding
-        CANDIDATES_PER_BAND rows returns its oldest rows forever, so a new row there is never read)."""
-        prop = statement.proposition
-        size = len(prop.tokens)
-        if len(pairs) != minhash.BANDS:
-            return None, pairs
-        # One index-only query for all bands, each band at most CANDIDATES_PER_BAND rows, keeping
-        # the cost flat as the graph grows. Candidate tokens come from a cache (fetched once).
-        per_band = self.conn.execute(_CANDIDATE_SQL, [x for pair in pairs for x in pair]).fetchone()
-        found = [found.split(",") if found else [] for found in per_band]
-        open_bands = [pair for pair, rows in zip(pairs, found) if len(rows) < CANDIDATES_PER_BAND]
-        ids = sorted({int(i) for rows in found for i in rows})
-        cache = self._candidates
-        missing = [i for i in ids if i not in cache]
-        if missing:
-            if len(cache) + len(missing) > CANDIDATE_CACHE_SIZE:
-                cache.clear()  # bounded memory; the common candidates come back within a few statements
-                missing = ids
-            marks = ",".join("?" * len(missing))
-            for cid, tokens, slot, value in self.conn.execute(
-                    f"SELECT id, tokens, slot, value FROM assertions WHERE id IN ({marks})", missing):
-                cache[cid] = (frozenset(tokens.split()), slot, value)
-        # Jaccard = |A & B| / (|A| + |B| - |A & B|); one comprehension keeps the per-candidate cost low.
-        mine, threshold = prop.tokens, NEAR_DUPLICATE_JACCARD
-        scored = [(score, cid) for cid in ids
-                  if (score := (common := len(mine & (entry := cache[cid])[0])) / (size + len(entry[0]) - common))
-                  >= threshold]
-        best: tuple[float, int] | None = None
-        for score, cid in scored:
-            _, slot, value = cache[cid]
-            if slot and prop.slot and (slot != prop.slot or value != prop.value):
-                continue  # different values of one slot are alternatives, never the same claim
-            if best is None or score > best[0]:
-                best = (score, cid)
-        return (best[1] if best else None), open_bands
 
     def _maybe_move_owner(self, assertion_id: int, concept_id: int, statement: Statement) -> None:
         """A memory file's own statement re-anchors an assertion first heard in a ledger or document."""

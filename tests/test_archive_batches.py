@@ -180,3 +180,21 @@ def test_concurrent_single_ingests_are_grouped_and_each_answered_once(onto):
     with onto.reader() as conn:
         concepts = {r[0] for r in conn.execute("SELECT key FROM concepts")}
     assert concepts == {f"w{w}-{i}" for w in range(8) for i in range(25)} | {"shared"}
+
+
+def test_a_graph_from_another_schema_version_is_rebuilt_from_the_archive(root):
+    onto = Ontology(root, "shop", create=True)
+    onto.ingest_many(_corpus())
+    onto.close()
+    before = graph_snapshot(onto.paths.database)
+    conn = sqlite3.connect(onto.paths.database)
+    conn.execute("UPDATE meta SET value='3' WHERE key='schema_version'")
+    conn.execute("DELETE FROM assertions")  # an older graph that would read differently
+    conn.commit()
+    conn.close()
+    again = Ontology(root, "shop")
+    assert again.ingest("late.md", memory("late", "Pin the python version"), Channel.CLI).status is Status.NEW
+    again.close()
+    after = graph_snapshot(again.paths.database)
+    assert {c[0] for c in after["concepts"]} == {c[0] for c in before["concepts"]} | {"late"}
+    assert set(before["assertions"]) <= set(after["assertions"])

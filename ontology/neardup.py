@@ -1,0 +1,149 @@
+"""Near-duplicate lookup: which stored assertion a new wording restates (Jaccard >= 0.7 over stemmed
+content tokens), found without comparing every pair.
+
+Invariant: exact for short statements (<= EXACT_MAX_TOKENS tokens, the common case for memory
+bullets): each is indexed under its deletion neighbourhood, every subset a near-duplicate could share
+with it, so two short near-duplicates always meet under their intersection. Longer statements use
+MinHash LSH (recall >= 0.98 at the threshold). Keys are stable across processes (a rebuilt graph
+finds the same candidates) and each key returns at most a fixed number of rows, so a lookup's cost
+stays bounded as the graph grows. Candidates are always verified with the exact Jaccard.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import math
+import sqlite3
+from dataclasses import dataclass, field
+from fractions import Fraction
+from functools import lru_cache
+
+from ontology import minhash
+from ontology.normalize import Proposition
+
+# Jaccard over stemmed content tokens at or above which two wordings are one proposition. 0.7 merges
+# rewordings that add or drop one content word in four ("hit the real database in tests" / "tests
+# hit a real database"), and keeps apart ones that swap a content word ("unit" vs "integration").
+NEAR_DUPLICATE_JACCARD = 0.7
+_T = Fraction(7, 10)  # the same threshold as an exact fraction, for sizes (0.7 * 10 is 7.000000000000001)
+assert float(_T) == NEAR_DUPLICATE_JACCARD
+MIN_NEAR_DUPLICATE_TOKENS = 3  # shorter statements match only exactly: too little to compare
+# Up to this many tokens a statement is indexed by its deletion neighbourhood: subsets of size
+# >= ceil(0.7 * n), i.e. 1 + n keys for n = 4..6 (fewer rows than 15 LSH bands). At 7 tokens it would
+# be 29 keys and it grows combinatorially, so longer statements use LSH.
+EXACT_MAX_TOKENS = 6
+ROWS_PER_KEY = 20  # rows read per key (oldest first): bounds a lookup when a key is crowded
+# Candidate token sets kept in memory (~600 bytes each, so <= ~40 MiB): a Zipf vocabulary makes the same
+# assertions candidates again and again, and fetching them was a third of the near-duplicate cost.
+CACHE_SIZE = 65_536
+_MASK63 = (1 << 63) - 1  # SQLite INTEGER is signed 64-bit
+
+
+def min_overlap(size: int) -> int:
+    """Fewest shared tokens a set of `size` tokens needs with any set to reach the threshold:
+    J >= t implies |A & B| >= t * |A|."""
+    return math.ceil(_T * size)
+
+
+def subset_key(tokens: tuple[str, ...]) -> int:
+    """A stable 63-bit key for a set of tokens (sorted; blake2b, not `hash`, which is salted per process)."""
+    digest = hashlib.blake2b("\x1f".join(tokens).encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "little") & _MASK63
+
+
+def subset_keys(tokens: frozenset[str], sizes: range) -> list[int]:
+    ordered = sorted(tokens)
+    return [subset_key(combo) for size in sizes for combo in itertools.combinations(ordered, size)]
+
+
+@dataclass(frozen=True)
+class IndexKeys:
+    """Where a new assertion is filed: deletion-neighbourhood keys and LSH (band, hash) pairs.
+    Keys that already hold ROWS_PER_KEY rows are left out: they return their oldest rows forever,
+    so a new row there would never be read."""
+
+    subsets: list[int] = field(default_factory=list)
+    bands: list[tuple[int, int]] = field(default_factory=list)
+
+
+@lru_cache(maxsize=128)
+def _lookup_sql(n_subsets: int, n_bands: int) -> str:
+    """One row, one column per key: that key's first ROWS_PER_KEY assertion ids, comma-joined."""
+    column = "(SELECT group_concat(assertion_id) FROM (SELECT assertion_id FROM {} LIMIT %d))" % ROWS_PER_KEY
+    return "SELECT " + ", ".join([column.format("subsets WHERE key=?")] * n_subsets
+                                 + [column.format("lsh WHERE band=? AND hash=?")] * n_bands)
+
+
+class NearDuplicateIndex:
+    """The writer's near-duplicate index; lives as long as the writer's connection."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        # assertion id -> (tokens, slot, value). These columns never change once written, and ids are
+        # never reused except after a rollback, which must call `forget`.
+        self._cache: dict[int, tuple[frozenset[str], str | None, str | None]] = {}
+
+    def forget(self) -> None:
+        self._cache.clear()
+
+    def find(self, prop: Proposition) -> tuple[int | None, IndexKeys]:
+        """The assertion `prop` restates, if any (best Jaccard, then lowest id), and the keys to file
+        `prop` under if it becomes a new assertion."""
+        size = len(prop.tokens)
+        if size < MIN_NEAR_DUPLICATE_TOKENS:
+            return None, IndexKeys()  # never anyone's near-duplicate: nothing to index either
+        low = min_overlap(size)
+        if size <= EXACT_MAX_TOKENS:
+            probe_subsets = subset_keys(prop.tokens, range(low, size + 1))
+            filed_subsets = True
+        else:  # a long statement can still meet a short one under a short subset of its own
+            probe_subsets = subset_keys(prop.tokens, range(low, EXACT_MAX_TOKENS + 1))
+            filed_subsets = False
+        # LSH holds only long statements; a short one looks there if a long one could match it.
+        could_meet_long = size > EXACT_MAX_TOKENS or min_overlap(EXACT_MAX_TOKENS + 1) <= size
+        bands = minhash.bands(prop.tokens) if could_meet_long else []
+        params = probe_subsets + [x for pair in bands for x in pair]
+        row = self.conn.execute(_lookup_sql(len(probe_subsets), len(bands)), params).fetchone() if params else ()
+        found = [column.split(",") if column else [] for column in row]
+        subset_rows, band_rows = found[:len(probe_subsets)], found[len(probe_subsets):]
+        keys = IndexKeys(
+            subsets=[k for k, rows in zip(probe_subsets, subset_rows) if len(rows) < ROWS_PER_KEY]
+            if filed_subsets else [],
+            bands=[pair for pair, rows in zip(bands, band_rows) if len(rows) < ROWS_PER_KEY]
+            if size > EXACT_MAX_TOKENS else [])
+        ids = sorted({int(i) for rows in found for i in rows})
+        return self._best(prop, ids), keys
+
+    def add(self, assertion_id: int, keys: IndexKeys) -> None:
+        self.conn.executemany("INSERT OR IGNORE INTO subsets(key, assertion_id) VALUES(?,?)",
+                              [(k, assertion_id) for k in keys.subsets])
+        self.conn.executemany("INSERT OR IGNORE INTO lsh(band, hash, assertion_id) VALUES(?,?,?)",
+                              [(b, h, assertion_id) for b, h in keys.bands])
+
+    def _best(self, prop: Proposition, ids: list[int]) -> int | None:
+        cache = self._cache
+        missing = [i for i in ids if i not in cache]
+        if missing:
+            if len(cache) + len(missing) > CACHE_SIZE:
+                cache.clear()  # bounded memory; the common candidates come back within a few lookups
+                missing = ids
+            for start in range(0, len(missing), 500):
+                chunk = missing[start:start + 500]
+                for cid, tokens, slot, value in self.conn.execute(
+                        f"SELECT id, tokens, slot, value FROM assertions WHERE id IN ({','.join('?' * len(chunk))})",
+                        chunk):
+                    cache[cid] = (frozenset(tokens.split()), slot, value)
+        # Jaccard = |A & B| / (|A| + |B| - |A & B|); one comprehension keeps the per-candidate cost low.
+        mine, size = prop.tokens, len(prop.tokens)
+        scored = [(score, cid) for cid in ids
+                  if (score := (common := len(mine & (entry := cache[cid])[0])) / (size + len(entry[0]) - common))
+                  >= NEAR_DUPLICATE_JACCARD]
+        best: tuple[float, int] | None = None
+        for score, cid in scored:
+            _, slot, value = cache[cid]
+            if slot and prop.slot and (slot != prop.slot or value != prop.value):
+                continue  # different values of one slot are alternatives, never the same claim
+            if best is None or score > best[0]:
+                best = (score, cid)
+        return best[1] if best else None

@@ -1,6 +1,6 @@
 """Ingest throughput at 1k, 5k and 20k synthetic artifacts, and how per-artifact cost grows.
 
-Run: .venv/bin/python -m bench.ingest [--sizes 1000,5000,20000] [--modes bulk,single]
+Run: .venv/bin/python -m bench.ingest [--sizes 1000,5000,20000] [--modes bulk,single] [--long-share 0.3]
 Reports artifacts/s per size and cost(20k)/cost(1k) per artifact (target: >= 500/s, ratio <= 1.5)
 for two ways in: `bulk` is `Ontology.ingest_many` (what `kgbridge ingest DIR` and a watcher burst
 do: one transaction per batch), `single` is one `Ontology.ingest` call per artifact (what one
@@ -32,12 +32,14 @@ def _word(rng: random.Random) -> str:
     return rng.choices(WORDS, cum_weights=_ZIPF)[0]
 
 
-def synthetic(i: int, rng: random.Random) -> tuple[str, bytes]:
-    """A realistic mix: memory files (some restating or negating others) and ledger entries."""
+def synthetic(i: int, rng: random.Random, long_share: float = 0.0) -> tuple[str, bytes]:
+    """A realistic mix: memory files (some restating or negating others) and ledger entries. Statements
+    have 5 content words; `long_share` of them get 4 more (9), which the near-duplicate index
+    handles with LSH instead of exact subsets."""
     def sentence() -> str:
-        words = [_word(rng) for _ in range(5)]
+        words = [_word(rng) for _ in range(9 if long_share and rng.random() < long_share else 5)]
         neg = "Never " if rng.random() < 0.15 else ""
-        return f"{neg}{words[0]} the {words[1]} before the {words[2]} {words[3]} {words[4]}"
+        return f"{neg}{words[0]} the {words[1]} before the {' '.join(words[2:])}"
 
     if i % 3 == 2:
         body = "Key decisions:\n" + "\n".join(f"- {sentence()}" for _ in range(4))
@@ -50,9 +52,9 @@ def synthetic(i: int, rng: random.Random) -> tuple[str, bytes]:
     return f"note-{i}.md", data.encode()
 
 
-def run(size: int, mode: str, seed: int = 7) -> float:
+def run(size: int, mode: str, long_share: float, seed: int = 7) -> float:
     rng = random.Random(seed)
-    artifacts = [synthetic(i, rng) for i in range(size)]
+    artifacts = [synthetic(i, rng, long_share) for i in range(size)]
     with tempfile.TemporaryDirectory() as tmp:
         onto = Ontology(Path(tmp), "bench", create=True)
         start = time.perf_counter()
@@ -70,12 +72,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", default="1000,5000,20000")
     parser.add_argument("--modes", default="bulk,single")
+    parser.add_argument("--long-share", type=float, default=0.0,
+                        help="share of 9-word statements (0.3 exercises the LSH path)")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     for mode in args.modes.split(","):
         per_artifact: dict[int, float] = {}
         for size in sizes:
-            elapsed = run(size, mode)
+            elapsed = run(size, mode, args.long_share)
             per_artifact[size] = elapsed / size
             print(f"{mode:>6} {size:>6} artifacts: {elapsed:7.2f} s  {size / elapsed:8.1f} artifacts/s  "
                   f"{per_artifact[size] * 1000:6.3f} ms/artifact", flush=True)

@@ -8,6 +8,7 @@ Invariant: every method is blocking and thread-safe; async callers run it in a w
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import threading
 import time
@@ -17,6 +18,8 @@ from pathlib import Path
 from ontology.artifact import Channel
 from ontology.ingest import IngestResult, Ontology, OntologyMissing, Status
 from ontology.layout import list_ontologies, ontology_paths
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -96,6 +99,21 @@ class Backend:
             else:
                 state.rejected += 1
         return results
+
+    def catch_up_in_background(self) -> threading.Thread:
+        """Bring every ontology's graph up to its archive (a crash before commit, a deleted or
+        outdated graph.db) without holding up start-up; writers that arrive meanwhile wait for it."""
+        def run() -> None:
+            for slug in self.slugs():
+                try:
+                    self.get(slug).catch_up()
+                except Exception as exc:  # noqa: BLE001 - thread boundary: one ontology's failure is its own
+                    self.record_error(slug, f"catch-up: {type(exc).__name__}: {exc}")
+                    log.exception("catch-up of %s failed", slug)
+
+        thread = threading.Thread(target=run, name="kgbridge-catch-up", daemon=True)
+        thread.start()
+        return thread
 
     def reject_symlink(self, slug: str, name: str, target: str) -> None:
         """A symlink in a drop directory is never followed (it could point anywhere): kept as rejected."""

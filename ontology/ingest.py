@@ -80,7 +80,7 @@ class _Parsed:
     extraction: Extraction
 
 
-@dataclass
+@dataclass(eq=False)  # compared by identity: two callers may send the same bytes
 class _Ticket:
     """One caller's artifact waiting for a group commit, and what became of it."""
 
@@ -182,8 +182,23 @@ class Ontology:
         ticket = _Ticket(prepared)
         with self._queue_lock:
             self._queue.append(ticket)
-        with self._exclusive() as writer:
-            if not ticket.done:  # nobody has taken it yet: lead a group
+        try:
+            self._lead_group(ticket)
+        finally:
+            with self._queue_lock:  # the writer could not be opened: do not leave it for another caller
+                if ticket in self._queue:
+                    self._queue.remove(ticket)
+        if ticket.error is not None:
+            raise ticket.error
+        assert ticket.result is not None
+        return ticket.result
+
+    def _lead_group(self, ticket: _Ticket) -> None:
+        with self._thread_lock, self._file_lock:
+            if ticket.done:  # an earlier leader took it along
+                return
+            writer = self._open_writer()
+            while not ticket.done:  # oldest first, a batch at a time, until this caller's is in
                 with self._queue_lock:
                     group, self._queue = self._queue[:BATCH_SIZE], self._queue[BATCH_SIZE:]
                 try:
@@ -194,10 +209,6 @@ class Ontology:
                 else:
                     for member, (_, result) in zip(group, outcomes):
                         member.result, member.done = result, True
-        if ticket.error is not None:
-            raise ticket.error
-        assert ticket.result is not None
-        return ticket.result
 
     def ingest_many(self, items: Iterable[tuple[str, bytes, Channel]], *,
                     received_at: str | None = None) -> list[IngestResult]:

@@ -72,6 +72,7 @@ def build_app(root: Path, *, token: str | None = None, allow_remote_hosts: bool 
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        backend.catch_up_in_background()
         if watch:
             watcher.start()
         try:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import time
-from dataclasses import asdict
 from pathlib import Path
 
 from kgbridge.detect import HTTP_TIMEOUT_S, detect, forget, http_get
@@ -108,7 +107,7 @@ def status(project: Project, *, root: Path | None = None) -> dict[str, object]:
     return {
         "project": str(project.root),
         "slug": project.slug,
-        **{k: v for k, v in asdict(detection).items() if k != "cached"},
+        **{k: v for k, v in detection._asdict().items() if k != "cached"},
         "vetoed": vetoed(project),
         "knowledge_root": str(knowledge_root(root)),
         "memory_dir": str(project.memory_dir),

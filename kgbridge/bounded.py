@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 import select
-from typing import Callable
+from collections.abc import Callable
 
 
 class TimedOut(Exception):

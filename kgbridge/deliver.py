@@ -18,7 +18,7 @@ from pathlib import Path
 from kgbridge.bounded import TimedOut, call_bounded
 from kgbridge.detect import Detection, behind_fuse
 from kgbridge.state import ProjectState
-from ontology.artifact import split_drop_name  # stdlib-only module
+from ontology.layout import split_drop_name  # stdlib-only module
 
 # Writing one small file into a live drop directory takes well under a millisecond; a write that
 # has not finished in 250 ms is hung, and the artifact goes to the outbox instead.
@@ -122,7 +122,7 @@ def flush(state: ProjectState, detection: Detection) -> tuple[int, int]:
     for item in state.outbox_items():
         data = item.read_bytes()
         hint, original = split_drop_name(item.name)
-        key = registry_key(hint.value if hint else "document", data, original)
+        key = registry_key(hint or "document", data, original)
         if key in delivered or send(detection, state.slug, item.name, data):
             if key not in delivered:
                 state.record_delivered(key, detection.transport)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import re
 import unicodedata
-from dataclasses import dataclass
+from collections import namedtuple
 from pathlib import Path
 
 from kgbridge.state import read_json
@@ -51,8 +51,11 @@ def memory_dir(root: Path) -> Path:
     return claude_home() / "projects" / _NON_ALNUM.sub("-", str(root)) / "memory"
 
 
-@dataclass(frozen=True)
-class Project:
+class Project(namedtuple("Project", "root slug")):
+    """A project and its slug. A namedtuple rather than a dataclass to keep `dataclasses` out of the
+    hook's start-up (see `kgbridge.detect.Detection`)."""
+
+    __slots__ = ()
     root: Path
     slug: str
 

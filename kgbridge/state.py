@@ -14,9 +14,9 @@ import os
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from collections.abc import Iterator
 
-from ontology.archive import atomic_write as write_atomic  # one atomic writer for the whole project
+from ontology.atomic import atomic_write as write_atomic  # one atomic writer for the whole project
 
 STATE_ENV = "KG_STATE_DIR"
 

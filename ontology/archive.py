@@ -13,10 +13,11 @@ import hashlib
 import json
 import os
 import re
-import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Iterator, Sequence
+
+from ontology.atomic import atomic_write
 
 _UNSAFE_CHARS = re.compile(r"[^A-Za-z0-9._-]+")
 # A new pack starts once the current one passes this size: small enough to copy or inspect with
@@ -50,23 +51,6 @@ class Incoming:
     channel: str
     received_at: str
     data: bytes
-
-
-def atomic_write(path: Path, data: bytes, mode: int = 0o600) -> None:
-    """Write via a uniquely named temporary file in the same directory, fsync, rename: readers see
-    all or nothing, and concurrent writers never share a temporary file. Stdlib only (the hook uses it)."""
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    tmp = path.with_name(f".tmp-{os.getpid()}-{time.monotonic_ns()}-{path.name}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
 
 
 def safe_component(name: str, limit: int = 120) -> str:

@@ -7,9 +7,10 @@ raw dicts and half-valid input never travel past `ontology.parse`.
 from __future__ import annotations
 
 import enum
-import re
 from dataclasses import dataclass, field
 from typing import Mapping
+
+from ontology import layout
 
 
 class Kind(enum.Enum):
@@ -30,17 +31,10 @@ class Channel(enum.Enum):
 
 MEMORY_TYPES = frozenset({"user", "feedback", "project", "reference"})
 
-# Drop-directory names written by the bridge: `<hint>.<sha12>.<original name>`, so the backend can
-# recover the artifact's kind hint and original name (which is part of its source identity).
-DROP_NAME_RE = re.compile(r"^(memory|ledger|document)\.([0-9a-f]{12})\.(.+)$")
-
-
 def split_drop_name(name: str) -> tuple[Kind | None, str]:
     """(kind hint, original filename) from a drop-directory name; plain names carry no hint."""
-    match = DROP_NAME_RE.match(name)
-    if not match:
-        return None, name
-    return Kind(match.group(1)), match.group(3)
+    hint, original = layout.split_drop_name(name)
+    return (Kind(hint) if hint else None), original
 
 
 def drop_name(hint: Kind, sha256_hex: str, original: str) -> str:

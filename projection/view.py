@@ -89,7 +89,7 @@ class ProjectionView:
 
 def materialize(view: ProjectionView, target: Path) -> list[str]:
     """`kgbridge project --to DIR`: write every projected file atomically; returns the names."""
-    from ontology.archive import atomic_write
+    from ontology.atomic import atomic_write
 
     names = view.names()
     for name in names:

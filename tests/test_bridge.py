@@ -6,6 +6,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -281,3 +282,15 @@ def test_session_start_prints_the_projection_as_context_when_not_mounted(active)
 def test_session_start_without_a_graph_prints_nothing(active):
     result = active.hook(active.event("SessionStart"))
     assert (result.returncode, result.stdout) == (0, b"")
+
+
+def test_memory_delivery_path_imports_nothing_heavy():
+    """The hook loads `kgbridge.capture` on every memory-file edit; `dataclasses` (which pulls in
+    `inspect`), `typing` and the ontology's parser would add tens of ms to each run (bench/hook.py)."""
+    probe = ("import sys; before = set(sys.modules); import kgbridge.capture; "
+             "print(' '.join(sorted(set(sys.modules) - before)))")
+    loaded = set(subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
+                                cwd="/").stdout.split())
+    assert "kgbridge.capture" in loaded
+    assert not loaded & {"dataclasses", "inspect", "typing", "ontology.artifact", "ontology.archive",
+                         "ontology.parse", "sqlite3", "urllib.request"}, sorted(loaded)

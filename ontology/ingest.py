@@ -141,7 +141,8 @@ class Ontology:
 
     def catch_up(self) -> bool:
         """Apply archived artifacts the graph lacks, if the writer is free right now; never waits
-        for it (a busy writer catches up itself). Returns whether it ran."""
+        for it (a busy writer catches up itself). Returns False only when the writer was busy; a
+        failure (read-only disk, full disk) is logged and readers go on with the graph as it is."""
         if not self._thread_lock.acquire(blocking=False):
             return False
         try:
@@ -153,6 +154,8 @@ class Ontology:
                 self._open_writer()
             finally:
                 self._file_lock.release()
+        except (OSError, sqlite3.Error) as exc:
+            log.warning("ontology %s: could not catch up with the archive: %s", self.slug, exc)
         finally:
             self._thread_lock.release()
         return True

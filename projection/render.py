@@ -50,6 +50,17 @@ class MemorySnapshot:
     counts: dict[str, int]
     concepts: list[ConceptLine] = field(default_factory=list)  # ranked, best first
     disputed: list[DisputedLine] = field(default_factory=list)  # most conflicted first
+    # How many there are in all, when the lists above were cut to what a MEMORY.md could ever show.
+    concepts_total: int | None = None
+    disputed_total: int | None = None
+
+    @property
+    def n_concepts(self) -> int:
+        return len(self.concepts) if self.concepts_total is None else self.concepts_total
+
+    @property
+    def n_disputed(self) -> int:
+        return len(self.disputed) if self.disputed_total is None else self.disputed_total
 
 
 def clip(text: str, limit: int = MAX_LINE_BYTES) -> str:
@@ -104,7 +115,7 @@ def render_memory(snap: MemorySnapshot, max_lines: int = MAX_LINES, max_bytes: i
              f"{c.get('CONTRADICTORY', 0)} contradictory · {c.get('AFFIRMATIVE', 0)} affirmed · generated {snap.generated}"),
         "Labels come from independent sources (Dempster–Shafer); disputed claims keep both sides.",
     ]
-    footer_worst = _footer(len(snap.concepts), len(snap.disputed))
+    footer_worst = _footer(snap.n_concepts, snap.n_disputed)
     keep_lines, keep_bytes = 1, budget.cost(footer_worst)
     for line in header:
         if budget.fits(line, keep_lines, keep_bytes):
@@ -145,9 +156,9 @@ def render_memory(snap: MemorySnapshot, max_lines: int = MAX_LINES, max_bytes: i
             budget.add(line)
             shown_concepts += 1
     # 3. leftover space goes back to disputed claims
-    if shown_concepts == len(snap.concepts):
+    if shown_concepts == snap.n_concepts:
         add_disputed(max_bytes, max_lines)
-    budget.out.append(_footer(len(snap.concepts) - shown_concepts, len(snap.disputed) - shown_disputed))
+    budget.out.append(_footer(snap.n_concepts - shown_concepts, snap.n_disputed - shown_disputed))
     return "\n".join(budget.out) + "\n"
 
 

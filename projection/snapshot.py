@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ontology import queries
 from projection.rank import ConceptStats, rank
-from projection.render import ConceptLine, DisputedLine, MemorySnapshot, clip
+from projection.render import MAX_LINES, ConceptLine, DisputedLine, MemorySnapshot, clip
 
 MEMORY_NAME = "MEMORY.md"
 
@@ -25,7 +25,9 @@ def graph_version(conn: sqlite3.Connection, database: Path) -> tuple[int, int, i
     return int(last), int(count), inode
 
 
-def memory_snapshot(conn: sqlite3.Connection, ontology: str) -> MemorySnapshot:
+def memory_snapshot(conn: sqlite3.Connection, ontology: str, limit: int = MAX_LINES) -> MemorySnapshot:
+    """The ranked concepts and the most conflicted claims, at most `limit` of each: a MEMORY.md of
+    `limit` lines can never show more, so their evidence is not gathered; totals go to the footer."""
     rows = conn.execute(
         """SELECT c.key, coalesce(c.title, c.name), coalesce(c.description, ''), c.updated_at,
                   coalesce(sum(a.belief), 0), count(a.id),
@@ -39,7 +41,7 @@ def memory_snapshot(conn: sqlite3.Connection, ontology: str) -> MemorySnapshot:
     by_key = {r[0]: r for r in rows}
     ranked = rank([ConceptStats(r[0], float(r[4]), degree.get(r[0], 0), r[3]) for r in rows])
     lines = []
-    for stats in ranked:
+    for stats in ranked[:limit]:
         r = by_key[stats.key]
         label = ("CONTESTED" if r[7] else "CONTRADICTORY" if r[8] else "AFFIRMATIVE" if r[6]
                  else "INSUFFICIENT_DATA" if r[5] else "no claims")
@@ -48,7 +50,8 @@ def memory_snapshot(conn: sqlite3.Connection, ontology: str) -> MemorySnapshot:
     disputes = conn.execute(
         """SELECT a.id, c.key, a.text, a.status, a.n_for, a.n_against, a.belief, a.plausibility
            FROM assertions a JOIN concepts c ON c.id = a.concept_id
-           WHERE a.status IN ('CONTESTED', 'CONTRADICTORY') ORDER BY a.conflict DESC, a.id""").fetchall()
+           WHERE a.status IN ('CONTESTED', 'CONTRADICTORY') ORDER BY a.conflict DESC, a.id LIMIT ?""",
+        (limit,)).fetchall()
     evidence = queries.evidence_for(conn, [a[0] for a in disputes])
     for a in disputes:
         sides = evidence[a[0]]
@@ -59,4 +62,7 @@ def memory_snapshot(conn: sqlite3.Connection, ontology: str) -> MemorySnapshot:
     counts = queries.counts(conn)
     generated = max((r[3] for r in rows), default="")
     return MemorySnapshot(ontology, generated, {"concepts": counts["concepts"], "assertions": counts["assertions"],
-                                                **counts["by_status"]}, lines, disputed)
+                                                **counts["by_status"]}, lines, disputed,
+                          concepts_total=len(ranked),
+                          disputed_total=counts["by_status"].get("CONTESTED", 0)
+                          + counts["by_status"].get("CONTRADICTORY", 0))

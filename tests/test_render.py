@@ -81,3 +81,22 @@ def test_connectivity_and_recency_lift_a_concept():
     fresh = ConceptStats("fresh", 1.5, 0, "2026-03-01T00:00:00Z")
     order = [c.key for c in rank([base, linked, fresh])]
     assert order.index("linked") < order.index("base") and order.index("fresh") < order.index("base")
+
+
+def test_a_snapshot_cut_to_what_fits_renders_exactly_as_the_whole_graph(root):
+    """The snapshot gathers at most MAX_LINES concepts and disputed claims (no MEMORY.md can show
+    more); the bytes must be the same as from the uncut snapshot, footer counts included."""
+    from bench.projection import concept_artifacts
+    from ontology.ingest import Ontology
+    from projection.snapshot import memory_snapshot
+
+    onto = Ontology(root, "shop", create=True)
+    onto.ingest_many(concept_artifacts(900, stores=299))
+    with onto.reader() as conn:
+        cut = memory_snapshot(conn, "shop")
+        whole = memory_snapshot(conn, "shop", limit=10**9)
+    onto.close()
+    assert len(cut.concepts) == MAX_LINES < len(whole.concepts) == cut.n_concepts
+    assert len(cut.disputed) == MAX_LINES < len(whole.disputed) == cut.n_disputed
+    assert render_memory(cut) == render_memory(whole)
+    assert render_memory(cut, max_bytes=10_000) == render_memory(whole, max_bytes=10_000)

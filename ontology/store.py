@@ -1,10 +1,11 @@
-"""The single writer of one ontology's graph: applies an artifact's extraction in one transaction.
+"""The single writer of one ontology's graph: applies artifacts' extractions inside a transaction.
 
-Invariants: all or nothing per artifact (BEGIN IMMEDIATE ... COMMIT); a source holds one current
-stance per assertion (a newer version replaces it, an older one arriving late only joins history);
-every observation and withdrawal is kept in `stance_history`; labels are recomputed for every
-assertion whose evidence changed, including exclusive alternatives in the same slot. Values written
-come from the artifact and its archive record only, never the wall clock, so a rebuild is identical.
+Invariants: all or nothing per artifact (a savepoint inside a batch's BEGIN IMMEDIATE ... COMMIT);
+a source holds one current stance per assertion (a newer version replaces it, an older one arriving
+late only joins history); every observation and withdrawal is kept in `stance_history`; labels are
+recomputed for every assertion whose evidence changed, including exclusive alternatives in the same
+slot. Values written come from the artifact and its archive record only, never the wall clock, so a
+rebuild is identical.
 """
 
 from __future__ import annotations

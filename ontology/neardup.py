@@ -40,6 +40,7 @@ CACHE_SIZE = 65_536
 _MASK63 = (1 << 63) - 1  # SQLite INTEGER is signed 64-bit
 
 
+@lru_cache(maxsize=256)
 def min_overlap(size: int) -> int:
     """Fewest shared tokens a set of `size` tokens needs with any set to reach the threshold:
     J >= t implies |A & B| >= t * |A|."""

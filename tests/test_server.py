@@ -15,6 +15,7 @@ import httpx
 import pytest
 from mcp import Client
 
+from ontology.artifact import Channel
 from ontology.ingest import Ontology
 
 from conftest import FIXTURES, ledger, memory
@@ -215,3 +216,21 @@ def test_memory_route_and_kg_memory_serve_the_projection(server):
             result = await client.call_tool("kg_memory", {"ontology": "shop"})
             return result.content[0].text
     assert asyncio.run(run()) == r.text
+
+
+def test_serve_regenerates_a_deleted_graph_from_the_archive_at_start(root):
+    """No request needed: the server catches every ontology up with its archive when it starts."""
+    onto = Ontology(root, "shop", create=True)
+    onto.ingest_many([(f"note-{i}.md", memory(f"note-{i}", f"Service {i} listens on port {8000 + i}"), Channel.CLI)
+                      for i in range(5)])
+    onto.close()
+    before = sorted(artifact_rows(onto.paths.database))
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{onto.paths.database}{suffix}").unlink(missing_ok=True)
+    with ServerProcess(root):
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            if onto.paths.database.exists() and sorted(artifact_rows(onto.paths.database)) == before:
+                break
+            time.sleep(0.1)
+    assert sorted(artifact_rows(onto.paths.database)) == before

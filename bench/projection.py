@@ -21,9 +21,8 @@ from ontology.artifact import Channel
 from ontology.ingest import Ontology
 from projection.render import render_memory
 from projection.snapshot import MEMORY_NAME, memory_snapshot
+from projection.mount import fuse_available, is_mounted, unmount
 from projection.view import ProjectionView
-
-from tests.fuse_helpers import fuse_available
 
 
 def median_ms(fn, runs: int) -> float:  # type: ignore[no-untyped-def]
@@ -79,7 +78,6 @@ def main() -> None:
         daemon = subprocess.Popen([sys.executable, "-m", "projection.mount", "--daemon", "--root", str(root),
                                    "--ontology", "bench", "--at", str(mnt), "--no-overlay"],
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) if mnt.mkdir() is None else None
-        from projection.mount import is_mounted, unmount
         while not is_mounted(mnt):
             time.sleep(0.05)
         try:

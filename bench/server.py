@@ -16,7 +16,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.server_proc import ServerProcess, wait_drained
+from kgbridge.server_process import ServerProcess, wait_drained
 
 
 def artifact(tag: str, i: int) -> bytes:

@@ -244,12 +244,14 @@ def mount(at: Optional[Path] = typer.Option(None, "--at", help="Mount point (def
           ontology: Optional[str] = OntologyOpt, root: Optional[Path] = RootOpt,
           overlay: bool = typer.Option(True, help="Keep the directory's own files visible (read-only).")) -> None:
     """Mount the read-only projection (MEMORY.md + topic files) over the agent's memory slot."""
+    from kgbridge.state import ProjectState
     from projection.mount import mount as do_mount
 
     proj = project_mod.resolve()
     target = at or proj.memory_dir
     try:
-        pid = do_mount(knowledge_root(root), _slug(ontology), target, overlay=overlay)
+        pid = do_mount(knowledge_root(root), _slug(ontology), target, state_dir=ProjectState(_slug(ontology)).dir,
+                       overlay=overlay)
     except (RuntimeError, OntologyMissing, OSError) as exc:
         err.print(f"[red]{exc}[/red]")
         raise typer.Exit(2) from None
@@ -260,10 +262,11 @@ def mount(at: Optional[Path] = typer.Option(None, "--at", help="Mount point (def
 def unmount(at: Optional[Path] = typer.Option(None, "--at", help="Mount point (default: the project's memory dir)."),
             ontology: Optional[str] = OntologyOpt) -> None:
     """Unmount the projection (lazily if busy or orphaned); the host directory is left as it was."""
+    from kgbridge.state import ProjectState
     from projection.mount import unmount as do_unmount
 
     target = at or project_mod.resolve().memory_dir
-    was = do_unmount(target, _slug(ontology))
+    was = do_unmount(target, ProjectState(_slug(ontology)).dir)
     console.print(f"unmounted {target}" if was else f"nothing mounted at {target}")
 
 
@@ -284,7 +287,8 @@ def serve(root: Optional[Path] = RootOpt,
           port: int = typer.Option(8765, help="TCP port."),
           token: Optional[str] = typer.Option(None, envvar="KG_TOKEN", help="Bearer token (or $KG_TOKEN).")) -> None:
     """Run the graph server: drop-directory watcher, HTTP API and MCP (/mcp) in one process."""
-    from ontology.server import InsecureBind, serve as run_server
+    from kgbridge.serve import serve as run_server
+    from ontology.server import InsecureBind
 
     try:
         run_server(knowledge_root(root), host=host, port=port, token=token)

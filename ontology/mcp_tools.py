@@ -3,7 +3,8 @@ door for saving a memory that goes to ingestion instead of a file.
 
 Invariant: every tool takes `ontology` explicitly or resolves it from `project_path` (the caller's
 working directory, mapped to a slug exactly as the hooks do); with neither, the single existing
-ontology is used, and anything ambiguous is an error that lists the choices. Tools are sync: the
+ontology is used, and anything ambiguous is an error that lists the choices. How a path maps to a
+slug is the bridge's business: `project_slug` is handed in by the composition root (kgbridge.serve). Tools are sync: the
 MCP server runs them in worker threads, so they never block its event loop.
 """
 
@@ -13,7 +14,6 @@ from typing import Any, Callable
 
 from mcp.server.mcpserver import MCPServer
 
-from kgbridge.project import resolve
 from ontology import queries
 from ontology.artifact import Channel
 from ontology.backend import Backend
@@ -26,14 +26,17 @@ what sessions disagree about; save a new memory with kg_ingest (markdown, frontm
 
 
 def build_mcp(backend: Backend, health: Callable[[], dict[str, Any]],
-              memory: Callable[[str], str] | None = None) -> MCPServer:
+              memory: Callable[[str], str] | None = None,
+              project_slug: Callable[[str], str] | None = None) -> MCPServer:
     mcp = MCPServer(name="kgbridge", instructions=INSTRUCTIONS, version="0.1.0")
 
     def pick(ontology: str | None, project_path: str | None) -> str:
         if ontology:
             slug = validate_slug(ontology)
         elif project_path:
-            slug = resolve(project_path).slug
+            if project_slug is None:
+                raise ValueError("this server does not map project paths; pass ontology=...")
+            slug = project_slug(project_path)
         else:
             slugs = backend.slugs()
             if len(slugs) != 1:

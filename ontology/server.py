@@ -55,17 +55,24 @@ class App:
                 "writers": {slug: vars(state) for slug, state in self.backend.states().items()}}
 
 
+# What the layers above plug in (kgbridge.serve wires both): MEMORY.md of a slug as the projection
+# renders it, given the backend; and the slug of a project path, as the hooks resolve it.
+MemorySource = Callable[[Backend], Callable[[str], str]]
+ProjectSlug = Callable[[str], str]
+
+
 def build_app(root: Path, *, token: str | None = None, allow_remote_hosts: bool = False,
-              watch: bool = True, memory: Callable[[str], str] | None = None) -> App:
+              watch: bool = True, memory: MemorySource | None = None,
+              project_slug: ProjectSlug | None = None) -> App:
     backend = Backend(root)
     watcher = DropWatcher(backend)
-    memory = memory or projected_memory(backend)
+    render = memory(backend) if memory is not None else None
     holder: dict[str, App] = {}
 
     def health() -> dict[str, Any]:
         return holder["app"].health()
 
-    mcp = build_mcp(backend, health, memory)
+    mcp = build_mcp(backend, health, render, project_slug)
     mcp_app = mcp.streamable_http_app(stateless_http=True, json_response=True,
                                       # Host/Origin are checked by our Guard for every route alike.
                                       transport_security=None, host="0.0.0.0")
@@ -82,7 +89,7 @@ def build_app(root: Path, *, token: str | None = None, allow_remote_hosts: bool 
             watcher.stop()
             backend.close()
 
-    starlette = Starlette(routes=[*routes(backend, health, memory), Mount("/", app=mcp_app)], lifespan=lifespan)
+    starlette = Starlette(routes=[*routes(backend, health, render), Mount("/", app=mcp_app)], lifespan=lifespan)
     app = App(backend, watcher, Guard(starlette, token=token, allow_remote_hosts=allow_remote_hosts))
     holder["app"] = app
     return app
@@ -99,27 +106,12 @@ class _Server(uvicorn.Server):
             getattr(self, "_captured_signals", []).clear()
 
 
-def projected_memory(backend: Backend) -> Callable[[str], str]:
-    """MEMORY.md as the projection renders it, for GET /ontologies/{slug}/memory and kg_memory."""
-    from projection.snapshot import MEMORY_NAME
-    from projection.view import ProjectionView
-
-    views: dict[str, ProjectionView] = {}
-
-    def render(slug: str) -> str:
-        view = views.get(slug)
-        if view is None:
-            view = views[slug] = ProjectionView(backend.get(slug))
-        return (view.read(MEMORY_NAME) or b"").decode("utf-8")
-    return render
-
-
 def serve(root: Path, host: str = "127.0.0.1", port: int = 8765, token: str | None = None,
-          memory: Callable[[str], str] | None = None) -> None:
+          memory: MemorySource | None = None, project_slug: ProjectSlug | None = None) -> None:
     remote = not is_loopback(host)
     if remote and not token:
         raise InsecureBind(f"refusing to bind {host}: set KG_TOKEN (or --token) to serve off loopback")
-    app = build_app(root, token=token, allow_remote_hosts=remote, memory=memory)
+    app = build_app(root, token=token, allow_remote_hosts=remote, memory=memory, project_slug=project_slug)
     config = uvicorn.Config(app.asgi, host=host, port=port, log_level="info", lifespan="on",
                             timeout_graceful_shutdown=30)
     _Server(config).run()

@@ -10,17 +10,22 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from kgbridge.state import ProjectState
 from ontology.artifact import Channel, Kind, drop_name
 from ontology.ingest import Ontology
 
 MOUNT_WAIT_S = 15.0
+
+
+def fuse_available() -> bool:
+    """Whether this machine can mount at all (a FUSE device and the unmount tool)."""
+    return os.path.exists("/dev/fuse") and shutil.which("fusermount") is not None
 
 
 def is_mounted(point: Path) -> bool:
@@ -44,17 +49,17 @@ def ingest_host_files(onto: Ontology, directory: Path) -> int:
     return count
 
 
-def mount(root: Path, slug: str, at: Path, *, overlay: bool = True) -> int:
-    """Mount the projection of `slug` at `at`; returns the daemon pid."""
+def mount(root: Path, slug: str, at: Path, *, state_dir: Path, overlay: bool = True) -> int:
+    """Mount the projection of `slug` at `at`; returns the daemon pid. The daemon's log and pid file
+    go in `state_dir` (the bridge's per-project state, which the caller owns)."""
     if is_mounted(at):
         raise RuntimeError(f"{at} is already a mount point; `kgbridge unmount` first")
     at.mkdir(parents=True, exist_ok=True)
     onto = Ontology(root, slug)
     ingest_host_files(onto, at)
     onto.close()
-    state = ProjectState(slug)
-    state.dir.mkdir(parents=True, exist_ok=True)
-    log = open(state.dir / "mount.log", "ab")
+    state_dir.mkdir(parents=True, exist_ok=True)
+    log = open(state_dir / "mount.log", "ab")
     proc = subprocess.Popen([sys.executable, "-m", "projection.mount", "--daemon", "--root", str(root),
                              "--ontology", slug, "--at", str(at), *([] if overlay else ["--no-overlay"])],
                             stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
@@ -62,21 +67,21 @@ def mount(root: Path, slug: str, at: Path, *, overlay: bool = True) -> int:
     while not is_mounted(at):
         if proc.poll() is not None or time.monotonic() > deadline:
             proc.kill()
-            raise RuntimeError(f"projection did not mount at {at}; see {state.dir / 'mount.log'}")
+            raise RuntimeError(f"projection did not mount at {at}; see {state_dir / 'mount.log'}")
         time.sleep(0.05)
-    (state.dir / "mount.pid").write_text(f"{proc.pid}\n{os.path.abspath(at)}\n")
+    (state_dir / "mount.pid").write_text(f"{proc.pid}\n{os.path.abspath(at)}\n")
     return proc.pid
 
 
-def unmount(at: Path, slug: str | None = None) -> bool:
+def unmount(at: Path, state_dir: Path | None = None) -> bool:
     """Unmount (lazily if busy or orphaned) and stop the daemon; True if something was mounted."""
     was = is_mounted(at)
     for args in (["fusermount", "-u", str(at)], ["fusermount", "-uz", str(at)]):
         if not is_mounted(at):
             break
         subprocess.run(args, capture_output=True, timeout=15)
-    if slug:
-        pid_file = ProjectState(slug).dir / "mount.pid"
+    if state_dir is not None:
+        pid_file = state_dir / "mount.pid"
         try:
             pid = int(pid_file.read_text().split()[0])
             os.kill(pid, signal.SIGTERM)

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from bridge_env import BridgeEnv, drops, wait_for
+from support.bridge_env import HOOK, BridgeEnv, drops, wait_for
 from conftest import FIXTURES, ledger
 from kgbridge import project as project_mod
-from server_proc import ServerProcess
+from support.server_proc import ServerProcess
 
 MEMORY = FIXTURES / "corpus" / "memory" / "testing-real-db.md"
 
@@ -166,7 +166,7 @@ def test_rescan_events_deliver_ledger_and_memory_once(active, event):
 
 def test_session_end_worker_survives_harness_teardown(active):
     (active.ledger_dir / "2026-04-05T1445Z_e001.md").write_bytes(ledger("s1", "- Ship on Tuesdays"))
-    proc = subprocess.Popen([*__import__("bridge_env").HOOK], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+    proc = subprocess.Popen([*HOOK], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             env=active.environ(), cwd=active.project, start_new_session=True)
     proc.communicate(json.dumps(active.event("SessionEnd")).encode(), timeout=30)
     try:

@@ -16,10 +16,10 @@ import pytest
 
 from ontology.ingest import Ontology
 
-from bridge_env import BridgeEnv, drops
+from support.bridge_env import BridgeEnv, drops
 from conftest import FIXTURES
-from fuse_helpers import requires_fuse, start_passthrough, unmount
-from server_proc import ServerProcess, free_port
+from support.fuse_helpers import requires_fuse, start_passthrough, unmount
+from support.server_proc import ServerProcess, free_port
 
 MEMORY = FIXTURES / "corpus" / "memory" / "testing-real-db.md"
 # Liveness bound for a whole subprocess (interpreter start included), far above the 300 ms budget

@@ -86,12 +86,17 @@ def test_connectivity_and_recency_lift_a_concept():
 def test_a_snapshot_cut_to_what_fits_renders_exactly_as_the_whole_graph(root):
     """The snapshot gathers at most MAX_LINES concepts and disputed claims (no MEMORY.md can show
     more); the bytes must be the same as from the uncut snapshot, footer counts included."""
-    from bench.projection import concept_artifacts
+    from conftest import memory
+    from ontology.artifact import Channel
     from ontology.ingest import Ontology
     from projection.snapshot import memory_snapshot
 
     onto = Ontology(root, "shop", create=True)
-    onto.ingest_many(concept_artifacts(900, stores=299))
+    # 900 concepts; 299 shared "cache N" facts of which every third concept states another value,
+    # so more concepts and more disputed claims than MAX_LINES.
+    onto.ingest_many([(f"n{i}.md", memory(f"note-{i}", f"note {i} about worker {i}",
+                                          f"- cache {i % 299}: {'redis' if i % 3 else 'memcached'}"), Channel.CLI)
+                      for i in range(900)])
     with onto.reader() as conn:
         cut = memory_snapshot(conn, "shop")
         whole = memory_snapshot(conn, "shop", limit=10**9)

@@ -19,7 +19,7 @@ from ontology.artifact import Channel
 from ontology.ingest import Ontology
 
 from conftest import FIXTURES, ledger, memory
-from server_proc import KGBRIDGE, ServerProcess, artifact_rows, free_port, wait_drained
+from support.server_proc import KGBRIDGE, ServerProcess, artifact_rows, free_port, wait_drained
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from server_proc import ServerProcess, artifact_rows, free_port, wait_drained
+from support.server_proc import ServerProcess, artifact_rows, free_port, wait_drained
 
 FM = "---\nname: {n}\ndescription: {d}\ntype: project\n---\n"
 CATALOGUE: list[tuple[str, str, bytes, str, str | None]] = [

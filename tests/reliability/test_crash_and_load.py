@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 
 from conftest import ledger, memory
-from server_proc import ServerProcess, artifact_rows, wait_drained
+from support.server_proc import ServerProcess, artifact_rows, wait_drained
 
 
 def _integrity(db: Path) -> str:

@@ -11,9 +11,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from bridge_env import BridgeEnv, drops, wait_for
+from support.bridge_env import BridgeEnv, drops, wait_for
 from conftest import memory
-from server_proc import ServerProcess, artifact_rows, wait_drained
+from support.server_proc import ServerProcess, artifact_rows, wait_drained
 
 
 @pytest.fixture

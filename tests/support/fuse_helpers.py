@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 import sys
 import time
@@ -11,19 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from projection.mount import fuse_available, is_mounted as mounted
+
 HERE = Path(__file__).parent
 
-
-def fuse_available() -> bool:
-    return os.path.exists("/dev/fuse") and shutil.which("fusermount") is not None
-
-
 requires_fuse = pytest.mark.skipif(not fuse_available(), reason="FUSE (/dev/fuse, fusermount) not available")
-
-
-def mounted(point: Path) -> bool:
-    with open("/proc/self/mounts", encoding="utf-8") as table:
-        return any(line.split()[1] == str(point) for line in table if len(line.split()) > 1)
 
 
 def wait_mounted(point: Path, proc: subprocess.Popen | None = None, timeout: float = 15.0) -> None:

@@ -1,0 +1,37 @@
+"""The server as `kgbridge serve` runs it: `ontology.server` wired to the projection and the bridge.
+
+The composition root for serving: GET /ontologies/{slug}/memory and MCP `kg_memory` answer with the
+projection's MEMORY.md, and MCP `project_path` maps to a slug exactly as the hooks do. Only here do
+the three packages meet, so `ontology` imports neither `projection` nor `kgbridge` (docs/adr/0001).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+from kgbridge.project import resolve
+from ontology import server
+from ontology.backend import Backend
+from projection.snapshot import MEMORY_NAME
+from projection.view import ProjectionView
+
+
+def projected_memory(backend: Backend) -> Callable[[str], str]:
+    """MEMORY.md as the projection renders it, one cached view per slug."""
+    views: dict[str, ProjectionView] = {}
+
+    def render(slug: str) -> str:
+        view = views.get(slug)
+        if view is None:
+            view = views[slug] = ProjectionView(backend.get(slug))
+        return (view.read(MEMORY_NAME) or b"").decode("utf-8")
+    return render
+
+
+def project_slug(path: str) -> str:
+    return resolve(path).slug
+
+
+def serve(root: Path, host: str = "127.0.0.1", port: int = 8765, token: str | None = None) -> None:
+    server.serve(root, host=host, port=port, token=token, memory=projected_memory, project_slug=project_slug)

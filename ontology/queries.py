@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import sqlite3
 from dataclasses import asdict, dataclass, field
+from typing import Iterable
 
 
 @dataclass(frozen=True)
@@ -105,6 +106,32 @@ def _evidence(conn: sqlite3.Connection, assertion_ids: list[int] | set[int]) -> 
                 if sib != aid and sib_value != value and source_id not in direct and identity not in rows:
                     rows[identity] = (-polarity, True, source_id, kind, rel, text, filename, version, ts)
         out[aid] = rows
+    return out
+
+
+def slots_of(conn: sqlite3.Connection, assertion_ids: Iterable[int]) -> dict[int, tuple[str | None, str | None]]:
+    """(slot, value) of each assertion."""
+    out: dict[int, tuple[str | None, str | None]] = {}
+    for chunk in _chunks(sorted(set(assertion_ids))):
+        out.update((r[0], (r[1], r[2])) for r in conn.execute(
+            f"SELECT id, slot, value FROM assertions WHERE id IN ({','.join('?' * len(chunk))})", chunk))
+    return out
+
+
+_AGGREGATE_SQL = """
+SELECT a.id, a.polarity, a.w_pos, a.n_pos, a.w_neg, a.n_neg, a.w_cross, a.n_cross,
+       coalesce(s.w_claim, 0), coalesce(s.n_claim, 0), coalesce(v.w_only, 0), coalesce(v.n_only, 0)
+FROM assertions a LEFT JOIN slots s ON s.slot = a.slot LEFT JOIN slot_values v ON v.slot = a.slot AND v.value = a.value
+WHERE a.id IN ({marks}) ORDER BY a.id
+"""
+
+
+def aggregates(conn: sqlite3.Connection, assertion_ids: Iterable[int]) -> list[tuple[int, ...]]:
+    """The stored evidence aggregates of each assertion and its slot (see `aggregate.weigh_stored`):
+    id, polarity, then (weight units, sources) for direct for, direct against, cross, slot claim, only."""
+    out: list[tuple[int, ...]] = []
+    for chunk in _chunks(sorted(set(assertion_ids))):
+        out.extend(tuple(r) for r in conn.execute(_AGGREGATE_SQL.format(marks=",".join("?" * len(chunk))), chunk))
     return out
 
 

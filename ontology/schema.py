@@ -10,7 +10,8 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-SCHEMA_VERSION = 4  # 2: lsh is WITHOUT ROWID; 3: 15x4 LSH bands; 4: subsets (exact short near-dups)
+SCHEMA_VERSION = 5  # 2: lsh is WITHOUT ROWID; 3: 15x4 LSH bands; 4: subsets (exact short near-dups);
+# 5: evidence aggregates kept by delta (ontology/aggregate.py)
 # A writer holding the lock is normal (one artifact at a time); wait for it rather than fail.
 BUSY_TIMEOUT_MS = 30_000
 WAL_AUTOCHECKPOINT_PAGES = 16_384
@@ -38,7 +39,13 @@ CREATE TABLE IF NOT EXISTS assertions(
   created_at TEXT NOT NULL, updated_at TEXT NOT NULL,
   status TEXT NOT NULL DEFAULT 'INSUFFICIENT_DATA', belief REAL NOT NULL DEFAULT 0,
   plausibility REAL NOT NULL DEFAULT 1, conflict REAL NOT NULL DEFAULT 0,
-  n_for INTEGER NOT NULL DEFAULT 0, n_against INTEGER NOT NULL DEFAULT 0);
+  n_for INTEGER NOT NULL DEFAULT 0, n_against INTEGER NOT NULL DEFAULT 0,
+  -- Evidence aggregates relative to the proposition, kept by delta (ontology/aggregate.py): weights in
+  -- units of 2^-40 (evidence.WEIGHT_UNITS_PER_1) and source counts of the direct stances for and
+  -- against, and of the direct stances of sources that also fill this slot with another value.
+  w_pos INTEGER NOT NULL DEFAULT 0, n_pos INTEGER NOT NULL DEFAULT 0,
+  w_neg INTEGER NOT NULL DEFAULT 0, n_neg INTEGER NOT NULL DEFAULT 0,
+  w_cross INTEGER NOT NULL DEFAULT 0, n_cross INTEGER NOT NULL DEFAULT 0);
 CREATE INDEX IF NOT EXISTS assertions_concept ON assertions(concept_id);
 CREATE INDEX IF NOT EXISTS assertions_slot ON assertions(slot) WHERE slot IS NOT NULL;
 CREATE INDEX IF NOT EXISTS assertions_status ON assertions(status);
@@ -59,6 +66,12 @@ CREATE TABLE IF NOT EXISTS stance_history(
   id INTEGER PRIMARY KEY, assertion_id INTEGER NOT NULL, source_id INTEGER NOT NULL,
   artifact_id INTEGER NOT NULL, stance INTEGER NOT NULL, text TEXT NOT NULL, timestamp TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS history_assertion ON stance_history(assertion_id);
+-- Per slot, the sources that claim any value of it, and per value those that claim only that value:
+-- an assertion's implied denials are w_claim - w_only - its own w_cross (ontology/aggregate.py).
+CREATE TABLE IF NOT EXISTS slots(slot TEXT PRIMARY KEY, w_claim INTEGER NOT NULL, n_claim INTEGER NOT NULL)
+  WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS slot_values(slot TEXT NOT NULL, value TEXT NOT NULL, w_only INTEGER NOT NULL,
+  n_only INTEGER NOT NULL, PRIMARY KEY(slot, value)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS relations(
   src TEXT NOT NULL, dst TEXT NOT NULL, kind TEXT NOT NULL, source_id INTEGER NOT NULL,
   PRIMARY KEY(src, dst, kind, source_id)) WITHOUT ROWID;

@@ -14,11 +14,12 @@ import sqlite3
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Iterator
+from typing import Iterator, Mapping
 
-from ontology import queries
+from ontology import aggregate, queries
+from ontology.aggregate import Held, Term
 from ontology.artifact import Artifact, Kind
-from ontology.evidence import RELIABILITY, SourceKind, weigh
+from ontology.evidence import RELIABILITY, SourceKind, weight_units
 from ontology.extract import ConceptDecl, Extraction, Statement
 from ontology.neardup import NearDuplicateIndex
 
@@ -233,26 +234,79 @@ class GraphWriter:
     def _replace_stances(self, source_id: int, artifact_id: int, observed: dict[int, tuple[int, str]],
                          ts: str, *, additive: bool) -> set[int]:
         """Make `observed` the source's current stances; return the assertions whose evidence changed."""
+        held = self._held(source_id)
+        changes: dict[int, tuple[int, str] | None] = {} if additive else dict.fromkeys(held.keys() - observed.keys())
+        changes.update(observed)
+        return self.set_stances(source_id, artifact_id, ts, changes, held=held)
+
+    def set_stances(self, source_id: int, artifact_id: int, ts: str,
+                    changes: Mapping[int, tuple[int, str] | None], *, held: Mapping[int, Held] | None = None) -> set[int]:
+        """Give one source a new current (stance, text) on some assertions, or withdraw it (None; kept
+        in history as stance 0), and move the stored aggregates by the difference: O(the source's own
+        stances in the slots involved), whatever the number of other sources. Returns the assertions
+        whose evidence changed; the caller re-weighs them (`_reweigh`, which adds slot siblings)."""
         conn = self.conn
-        previous = {r[0]: r[1] for r in conn.execute(
-            "SELECT assertion_id, stance FROM stances WHERE source_id=?", (source_id,))}
-        changed: set[int] = set()
-        if not additive:
-            withdrawn = sorted(previous.keys() - observed.keys())
-            conn.executemany("DELETE FROM stances WHERE assertion_id=? AND source_id=?",
-                             [(assertion_id, source_id) for assertion_id in withdrawn])
-            conn.executemany("INSERT INTO stance_history(assertion_id, source_id, artifact_id, stance, text, timestamp)"
-                             " VALUES(?,?,?,0,'',?)", [(assertion_id, source_id, artifact_id, ts)
-                                                       for assertion_id in withdrawn])
-            changed.update(withdrawn)
+        before = dict(held) if held is not None else self._held(source_id)
+        place = queries.slots_of(conn, changes.keys() - before.keys())
+        place.update((a, (h.slot, h.value)) for a, h in before.items())
+        after = dict(before)
+        for assertion_id, change in changes.items():
+            if change is None:
+                after.pop(assertion_id, None)
+            else:
+                after[assertion_id] = Held(assertion_id, change[0], *place[assertion_id])
+        reliability = conn.execute("SELECT reliability FROM sources WHERE id=?", (source_id,)).fetchone()[0]
+        self._move_aggregates(aggregate.delta(before, after), weight_units(reliability))
+
+        withdrawn = sorted(a for a, change in changes.items() if change is None and a in before)
+        conn.executemany("DELETE FROM stances WHERE assertion_id=? AND source_id=?",
+                         [(assertion_id, source_id) for assertion_id in withdrawn])
+        conn.executemany("INSERT INTO stance_history(assertion_id, source_id, artifact_id, stance, text, timestamp)"
+                         " VALUES(?,?,?,0,'',?)", [(assertion_id, source_id, artifact_id, ts)
+                                                   for assertion_id in withdrawn])
         conn.executemany("INSERT OR REPLACE INTO stances(assertion_id, source_id, stance, artifact_id, text)"
-                         " VALUES(?,?,?,?,?)", [(assertion_id, source_id, stance, artifact_id, text)
-                                                for assertion_id, (stance, text) in observed.items()])
-        changed.update(a for a, (stance, _) in observed.items() if previous.get(a) != stance)
-        return changed
+                         " VALUES(?,?,?,?,?)", [(assertion_id, source_id, change[0], artifact_id, change[1])
+                                                for assertion_id, change in changes.items() if change is not None])
+        return {a for a in changes if (before[a].stance if a in before else None) !=
+                (after[a].stance if a in after else None)}
+
+    def _held(self, source_id: int) -> dict[int, Held]:
+        """The source's current stances with their assertions' slots."""
+        return {r[0]: Held(*r) for r in self.conn.execute(
+            "SELECT st.assertion_id, st.stance, a.slot, a.value FROM stances st JOIN assertions a "
+            "ON a.id = st.assertion_id WHERE st.source_id=?", (source_id,))}
+
+    def _move_aggregates(self, delta: dict[aggregate.Key, int], units: int) -> None:
+        """Add (sign x the source's weight, sign x one source) to each term's stored aggregate."""
+        columns = {Term.FOR: 0, Term.AGAINST: 1, Term.CROSS: 2}
+        per_assertion: dict[int, list[int]] = {}
+        slots: list[tuple[object, ...]] = []
+        values: list[tuple[object, ...]] = []
+        for (term, key), sign in sorted(delta.items(), key=lambda item: (item[0][0].value, str(item[0][1]))):
+            if term in columns:
+                per_assertion.setdefault(key, [0, 0, 0])[columns[term]] += sign  # type: ignore[arg-type]
+            elif term is Term.CLAIM:
+                slots.append((key, sign * units, sign))
+            elif term is Term.ONLY:
+                values.append((*key, sign * units, sign))  # type: ignore[misc]
+            else:
+                raise AssertionError(f"unhandled term {term}")
+        conn = self.conn
+        conn.executemany(
+            "UPDATE assertions SET w_pos=w_pos+?, n_pos=n_pos+?, w_neg=w_neg+?, n_neg=n_neg+?, w_cross=w_cross+?, "
+            "n_cross=n_cross+? WHERE id=?",
+            [(p * units, p, n * units, n, c * units, c, aid) for aid, (p, n, c) in sorted(per_assertion.items())])
+        conn.executemany("INSERT INTO slots(slot, w_claim, n_claim) VALUES(?,?,?) ON CONFLICT(slot) DO UPDATE "
+                         "SET w_claim=w_claim+excluded.w_claim, n_claim=n_claim+excluded.n_claim", slots)
+        conn.executemany("INSERT INTO slot_values(slot, value, w_only, n_only) VALUES(?,?,?,?) ON CONFLICT(slot, value)"
+                         " DO UPDATE SET w_only=w_only+excluded.w_only, n_only=n_only+excluded.n_only", values)
+        conn.executemany("DELETE FROM slots WHERE slot=? AND n_claim=0", [(r[0],) for r in slots if r[2] < 0])
+        conn.executemany("DELETE FROM slot_values WHERE slot=? AND value=? AND n_only=0",
+                         [r[:2] for r in values if r[3] < 0])
 
     def _reweigh(self, assertion_ids: set[int], ts: str) -> None:
-        """Recompute labels for changed assertions and every exclusive alternative in their slots."""
+        """Recompute verdicts from the stored aggregates for changed assertions and every exclusive
+        alternative in their slots: O(assertions involved), never O(sources)."""
         conn = self.conn
         targets = set(assertion_ids)
         if assertion_ids:
@@ -261,9 +315,8 @@ class GraphWriter:
                 f"SELECT sib.id FROM assertions a JOIN assertions sib ON sib.slot = a.slot "
                 f"WHERE a.id IN ({marks}) AND a.slot IS NOT NULL", sorted(assertion_ids)))
         updates = []
-        weights = queries.stance_weights(conn, targets)
-        for assertion_id in sorted(targets):
-            verdict = weigh(weights[assertion_id])
+        for assertion_id, polarity, *stored in queries.aggregates(conn, sorted(targets)):
+            verdict = aggregate.weigh_stored(polarity, *stored)
             updates.append((verdict.label.value, verdict.belief, verdict.plausibility, verdict.conflict,
                             verdict.n_for, verdict.n_against, ts, assertion_id))
         conn.executemany("UPDATE assertions SET status=?, belief=?, plausibility=?, conflict=?, n_for=?, "

@@ -115,10 +115,10 @@ class Backend:
         thread.start()
         return thread
 
-    def reject_symlink(self, slug: str, name: str, target: str) -> None:
-        """A symlink in a drop directory is never followed (it could point anywhere): kept as rejected."""
-        self.get(slug).reject(name, target.encode("utf-8", "surrogateescape"),
-                              f"symlinks are refused in ingest/ (pointed to {target!r}); drop a regular file")
+    def reject_drop(self, slug: str, name: str, kept: bytes, reason: str) -> None:
+        """A drop file refused before parsing (symlink, FIFO, hard link, oversized, unreadable): its
+        reason and a bounded prefix are kept as rejected."""
+        self.get(slug).reject(name, kept, reason)
         self._states[slug].rejected += 1
 
     def record_error(self, slug: str, message: str) -> None:

@@ -8,9 +8,10 @@ thread. Input is validated at this edge (slug, filename, body size) and every re
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from typing import Any, AsyncGenerator, Callable
 
 from starlette.concurrency import run_in_threadpool
+from starlette.formparsers import MultiPartException, MultiPartParser
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -36,17 +37,30 @@ def error(status: int, message: str) -> JSONResponse:
     return JSONResponse({"error": message}, status_code=status)
 
 
-async def read_body(request: Request, limit: int = MAX_BODY_BYTES) -> bytes:
+async def budgeted(request: Request, limit: int = MAX_BODY_BYTES) -> AsyncGenerator[bytes, None]:
+    """The request body as it arrives, refused (`BodyTooLarge`) as soon as it passes `limit` bytes,
+    declared or not (a chunked upload has no Content-Length): never more than `limit` is read."""
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise BodyTooLarge
-    chunks, size = [], 0
+    size = 0
     async for chunk in request.stream():
         size += len(chunk)
         if size > limit:
             raise BodyTooLarge
-        chunks.append(chunk)
-    return b"".join(chunks)
+        yield chunk
+
+
+async def read_body(request: Request, limit: int = MAX_BODY_BYTES) -> bytes:
+    return b"".join([chunk async for chunk in budgeted(request, limit)])
+
+
+def parse_json(body: bytes) -> Any:
+    """`json.loads`, with input nested too deep to parse (RecursionError) refused as bad JSON."""
+    try:
+        return json.loads(body)
+    except RecursionError:
+        raise ValueError("JSON nests too deeply") from None
 
 
 def routes(backend: Backend, health: Callable[[], dict[str, Any]], memory: Callable[[str], str] | None = None) -> list[Route]:
@@ -77,7 +91,7 @@ def routes(backend: Backend, health: Callable[[], dict[str, Any]], memory: Calla
 
     async def create_ontology(request: Request) -> Response:
         try:
-            payload = json.loads(await read_body(request, 64 * 1024))
+            payload = parse_json(await read_body(request, 64 * 1024))
             name = payload["name"]
             validate_slug(name)
         except BodyTooLarge:
@@ -173,10 +187,12 @@ async def _ingest_payload(request: Request) -> tuple[str, str, bytes]:
     """(ontology, filename, bytes) from multipart (kg-system compatible) or JSON."""
     content_type = request.headers.get("content-type", "")
     if content_type.startswith("multipart/form-data"):
-        declared = request.headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
-            raise BodyTooLarge
-        form = await request.form(max_part_size=MAX_BODY_BYTES)
+        parser = MultiPartParser(request.headers, budgeted(request), max_files=1, max_fields=8,
+                                 max_part_size=64 * 1024)
+        try:
+            form = await parser.parse()
+        except MultiPartException as exc:
+            raise ValueError(f"malformed multipart body: {exc.message}") from None
         upload = form.get("file")
         ontology = form.get("ontology")
         if upload is None or isinstance(upload, str) or not isinstance(ontology, str):
@@ -189,7 +205,7 @@ async def _ingest_payload(request: Request) -> tuple[str, str, bytes]:
         return ontology, filename, data
     body = await read_body(request)
     try:
-        payload = json.loads(body)
+        payload = parse_json(body)
         ontology, filename, content = payload["ontology"], payload["filename"], payload["content"]
     except (ValueError, KeyError, TypeError):
         raise ValueError('expected multipart (file, ontology) or JSON {"ontology", "filename", "content"}') from None

@@ -56,7 +56,9 @@ class IngestResult:
     version: int | None = None
 
     def to_json(self) -> dict[str, object]:
-        return {"status": self.status.value, "filename": self.filename, "sha256": self.sha256,
+        # A refused name may hold lone surrogates (not UTF-8): shown escaped, never a failed reply.
+        filename = self.filename.encode("utf-8", "backslashreplace").decode("utf-8")
+        return {"status": self.status.value, "filename": filename, "sha256": self.sha256,
                 "reason": self.reason, "kind": self.kind, "version": self.version}
 
 
@@ -231,11 +233,18 @@ class Ontology:
         try:
             validate_filename(filename)
             artifact = parse_artifact(self.slug, filename, data)
+            extraction = extract(artifact)
         except (ArtifactRejected, UnsafeName) as exc:
             reason = exc.reason if isinstance(exc, ArtifactRejected) else str(exc)
-            self.archive.reject(filename, data, reason, stamp, sha)
-            return IngestResult(Status.REJECTED, filename, sha, reason=reason)
-        return _Parsed(index, filename, data, sha, channel, stamp, artifact, extract(artifact))
+        except Exception as exc:  # noqa: BLE001 - per-artifact boundary: a defect met on this input
+            # (e.g. an integer too long to print) refuses this artifact with its reason; the rest of
+            # its batch goes on. One log line, no traceback: hostile input must not flood the log.
+            log.warning("could not parse %r: %s: %s", filename, type(exc).__name__, exc)
+            reason = f"could not be parsed ({type(exc).__name__}: {str(exc)[:200]}); kept for a retry after a fix"
+        else:
+            return _Parsed(index, filename, data, sha, channel, stamp, artifact, extraction)
+        self.archive.reject(filename, data, reason, stamp, sha)
+        return IngestResult(Status.REJECTED, filename, sha, reason=reason)
 
     def _ingest_batch(self, chunk: list[tuple[int, tuple[str, bytes, Channel]]],
                       received_at: str | None) -> list[IngestResult]:
@@ -259,17 +268,17 @@ class Ontology:
         with writer.transaction():
             for item in batch:
                 artifact = item.artifact
-                if writer.seen(artifact.source_identity, item.sha256):  # also sees this batch's own rows
-                    out.append((item, IngestResult(Status.DUPLICATE, artifact.filename, item.sha256,
-                                                   kind=artifact.kind.value)))
-                    continue
                 try:
+                    if writer.seen(artifact.source_identity, item.sha256):  # also sees this batch's own rows
+                        out.append((item, IngestResult(Status.DUPLICATE, artifact.filename, item.sha256,
+                                                       kind=artifact.kind.value)))
+                        continue
                     applied = writer.apply(artifact, item.extraction, item.channel.value, item.received_at)
                 except (sqlite3.OperationalError, OSError):
                     raise  # the disk or database refused: the whole batch waits for a retry
                 except Exception as exc:  # a defect met on this input: keep it, go on with the rest
                     log.exception("could not merge %s", item.filename)
-                    reason = f"could not be merged ({type(exc).__name__}: {exc}); kept for a retry after a fix"
+                    reason = f"could not be merged ({type(exc).__name__}: {str(exc)[:200]}); kept for a retry after a fix"
                     self.archive.reject(item.filename, item.data, reason, item.received_at, item.sha256)
                     out.append((item, IngestResult(Status.REJECTED, item.filename, item.sha256, reason=reason)))
                     continue

@@ -15,8 +15,11 @@ from pathlib import Path
 ROOT_ENV = "KG_KNOWLEDGE_ROOT"
 DEFAULT_ROOT = "~/Knowledge"
 
-# CONTRACT §2: slugs are [a-z0-9-], at most 64 characters.
-SLUG_RE = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$")
+# CONTRACT §2: slugs are [a-z0-9-], at most 64 characters; always matched whole (`fullmatch`: with
+# `match`, `$` also matches before a final newline, so "shop\n" would pass as a look-alike of "shop").
+SLUG_RE = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?")
+# Names Windows reserves for devices: a folder so named cannot be created or copied there.
+WINDOWS_RESERVED = frozenset({"con", "prn", "aux", "nul", *(f"{p}{i}" for p in ("com", "lpt") for i in range(10))})
 # Filenames from outside: one path component, printable, not hidden-by-accident, bounded length.
 MAX_FILENAME = 200
 _BAD_FILENAME_CHARS = re.compile(r"[\x00-\x1f\x7f/\\]")
@@ -32,9 +35,13 @@ def knowledge_root(explicit: str | os.PathLike[str] | None = None) -> Path:
     return Path(raw).expanduser()
 
 
+def is_slug(name: object) -> bool:
+    return isinstance(name, str) and SLUG_RE.fullmatch(name) is not None and name not in WINDOWS_RESERVED
+
+
 def validate_slug(slug: str) -> str:
-    if not isinstance(slug, str) or not SLUG_RE.match(slug):
-        raise UnsafeName(f"invalid ontology slug {slug!r}: expected [a-z0-9-], 1-64 chars")
+    if not is_slug(slug):
+        raise UnsafeName(f"invalid ontology slug {slug!r}: expected [a-z0-9-], 1-64 chars, not a Windows device name")
     return slug
 
 
@@ -44,7 +51,11 @@ def validate_filename(name: str) -> str:
         raise UnsafeName(f"invalid filename {name!r}")
     if _BAD_FILENAME_CHARS.search(name):
         raise UnsafeName(f"invalid filename {name!r}: path separators or control characters")
-    if len(name.encode("utf-8", "surrogatepass")) > MAX_FILENAME:
+    try:
+        encoded = name.encode("utf-8")
+    except UnicodeEncodeError:  # a drop file whose name is not UTF-8 arrives with surrogate escapes
+        raise UnsafeName(f"invalid filename {name!r}: not valid UTF-8") from None
+    if len(encoded) > MAX_FILENAME:
         raise UnsafeName(f"filename longer than {MAX_FILENAME} bytes")
     return name
 
@@ -105,4 +116,4 @@ def list_ontologies(root: Path) -> list[str]:
         entries = sorted(p.name for p in parent.iterdir() if p.is_dir())
     except FileNotFoundError:
         return []
-    return [name for name in entries if SLUG_RE.match(name)]
+    return [name for name in entries if is_slug(name)]

@@ -8,7 +8,6 @@ stops the watcher, whose workers finish the artifact in hand before the writers 
 from __future__ import annotations
 
 import contextlib
-import ipaddress
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +18,7 @@ from starlette.applications import Starlette
 from starlette.routing import Mount
 
 from ontology.backend import Backend
-from ontology.guard import Guard
+from ontology.guard import Guard, is_loopback
 from ontology.http import VERSION, routes
 from ontology.mcp_tools import build_mcp
 from ontology.watcher import DropWatcher
@@ -29,15 +28,6 @@ log = logging.getLogger("kgbridge.server")
 
 class InsecureBind(RuntimeError):
     """Binding off loopback without a token would expose every ontology to the network."""
-
-
-def is_loopback(host: str) -> bool:
-    if host in {"localhost"}:
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 @dataclass

@@ -10,8 +10,10 @@ so one ontology's failure never stalls another. A periodic rescan catches events
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import stat
 import threading
 import time
 from dataclasses import dataclass, field
@@ -23,8 +25,9 @@ from watchdog.observers import Observer
 
 from ontology.artifact import Channel
 from ontology.backend import Backend
+from ontology.dropfile import DropRead, DropRefused, read_drop
 from ontology.ingest import BATCH_SIZE
-from ontology.layout import SLUG_RE
+from ontology.layout import is_slug
 
 log = logging.getLogger("kgbridge.watcher")
 
@@ -33,6 +36,9 @@ log = logging.getLogger("kgbridge.watcher")
 SETTLE_SECONDS = 0.25
 # inotify drops events silently when its queue overflows; the rescan is the safety net.
 RESCAN_SECONDS = 5.0
+# A file the rescan finds without a close-after-write or rename event may still be open for writing
+# (a writer pausing mid-file): it is read only once it has been quiet this long, two rescan ticks.
+QUIET_SECONDS = 2 * RESCAN_SECONDS
 # After a write failure (disk full), wait before trying that file again.
 RETRY_SECONDS = 2.0
 _IGNORED_SUFFIXES = (".tmp", ".part", ".partial", ".swp", "~", ".crdownload")
@@ -52,8 +58,10 @@ class _Queue:
 
 
 class DropWatcher(FileSystemEventHandler):
-    def __init__(self, backend: Backend, *, settle: float = SETTLE_SECONDS, rescan: float = RESCAN_SECONDS) -> None:
+    def __init__(self, backend: Backend, *, settle: float = SETTLE_SECONDS, rescan: float = RESCAN_SECONDS,
+                 quiet: float = QUIET_SECONDS) -> None:
         self.backend = backend
+        self.quiet = quiet
         self.base = backend.root / "ontology"
         self.settle = settle
         self.rescan_every = rescan
@@ -62,6 +70,7 @@ class DropWatcher(FileSystemEventHandler):
         self._stop = threading.Event()
         self._observer = Observer()
         self._rescanner = threading.Thread(target=self._rescan_loop, name="kg-rescan", daemon=True)
+        self._refused: set[tuple[Path, int, int]] = set()  # unreadable files already reported
         self.last_error: str | None = None
         self.last_scan_at: float | None = None
 
@@ -104,7 +113,7 @@ class DropWatcher(FileSystemEventHandler):
         except ValueError:
             return None
         parts = rel.parts
-        if len(parts) == 3 and parts[1] == "ingest" and SLUG_RE.match(parts[0]) and is_candidate(parts[2]):
+        if len(parts) == 3 and parts[1] == "ingest" and is_slug(parts[0]) and is_candidate(parts[2]):
             return parts[0]
         return None
 
@@ -149,11 +158,20 @@ class DropWatcher(FileSystemEventHandler):
             entries = sorted(ingest.iterdir())
         except OSError:
             return
+        now = time.time()
         for path in entries:
-            if (path.is_file() or path.is_symlink()) and is_candidate(path.name):
-                queue = self._queues.get(path.parent.parent.name)
-                if queue is None or path not in queue.due:
-                    self._enqueue(path)
+            if not is_candidate(path.name):
+                continue
+            try:
+                st = path.lstat()
+            except OSError:
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                continue
+            queue = self._queues.get(path.parent.parent.name)
+            if queue is None or path not in queue.due:
+                # No event says the writer is done: wait until the file has been quiet long enough.
+                self._enqueue(path, delay=max(self.settle, st.st_mtime + self.quiet - now))
 
     def scan(self) -> None:
         for slug in self.backend.slugs():
@@ -198,28 +216,68 @@ class DropWatcher(FileSystemEventHandler):
 
     def _ingest_files(self, slug: str, paths: list[Path]) -> None:
         """Ingest a burst in one batch (one transaction); each file is removed once it is archived or
-        kept as rejected, and every file stays where it is if the batch fails."""
-        taken: list[tuple[Path, bytes]] = []
-        for path in paths:
-            if path.is_symlink():  # never follow: it could point out of the knowledge root
-                try:
-                    target = os.readlink(path)
-                except FileNotFoundError:
-                    continue
-                self.backend.reject_symlink(slug, path.name, target)
-                path.unlink(missing_ok=True)
-                continue
-            try:
-                before = path.stat()
-                data = path.read_bytes()
-                after = path.stat()
-            except FileNotFoundError:
-                continue  # taken already (a rescan raced an event)
-            if (before.st_size, before.st_mtime_ns) != (after.st_size, after.st_mtime_ns) or after.st_size != len(data):
-                self._enqueue(path)  # still being written: read it once it is quiet
-                continue
-            taken.append((path, data))
-        if taken:
-            self.backend.ingest_many(slug, [(path.name, data, Channel.DROP) for path, data in taken])
-            for path, _ in taken:
-                path.unlink(missing_ok=True)
+        kept as rejected, and every file stays where it is if the batch fails. Files are opened
+        relative to ingest/ opened without following links, so a symlinked ingest/ is never read."""
+        ingest = self.base / slug / "ingest"
+        try:
+            dir_fd = os.open(ingest, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return
+        except OSError as exc:  # ELOOP / ENOTDIR: ingest/ is a symlink (or not a directory)
+            message = f"{slug}: {ingest} is not a plain directory ({exc.strerror}); its files are left alone"
+            self.last_error = message
+            self.backend.record_error(slug, message)
+            return
+        try:
+            taken: list[tuple[Path, DropRead]] = []
+            for path in paths:
+                read = self._read_one(slug, path, dir_fd)
+                if read is not None:
+                    taken.append((path, read))
+            if taken:
+                self.backend.ingest_many(slug, [(path.name, read.data, Channel.DROP) for path, read in taken])
+                for path, read in taken:
+                    self._remove_if_unchanged(path, read, dir_fd)
+        finally:
+            os.close(dir_fd)
+
+    def _read_one(self, slug: str, path: Path, dir_fd: int) -> DropRead | None:
+        """The file's bytes if it is ready to ingest; a refused file is kept as rejected (bounded)
+        and removed, a file still being written is queued again, a vanished one is skipped."""
+        try:
+            read = read_drop(path, dir_fd=dir_fd)
+        except FileNotFoundError:
+            return None  # taken already (a rescan raced an event)
+        except DropRefused as exc:
+            self.backend.reject_drop(slug, path.name, exc.prefix, exc.reason)
+            with contextlib.suppress(OSError):  # a directory stays; it is never enqueued again
+                os.unlink(path.name, dir_fd=dir_fd)
+            return None
+        except OSError as exc:  # EACCES, EIO: not ours to delete; say so once per version of it
+            key = (path, *self._identity(path, dir_fd))
+            if key not in self._refused:
+                self._refused.add(key)
+                self.backend.reject_drop(slug, path.name, b"", f"cannot read: {exc.strerror}")
+            return None
+        if self._identity(path, dir_fd) != (read.size, read.mtime_ns) or len(read.data) != read.size:
+            self._enqueue(path)  # still being written: read it once it is quiet
+            return None
+        return read
+
+    @staticmethod
+    def _identity(path: Path, dir_fd: int) -> tuple[int, int]:
+        try:
+            st = os.stat(path.name, dir_fd=dir_fd, follow_symlinks=False)
+        except OSError:
+            return (-1, -1)
+        return st.st_size, st.st_mtime_ns
+
+    def _remove_if_unchanged(self, path: Path, read: DropRead, dir_fd: int) -> None:
+        """Unlink an ingested file unless it changed after we read it: a writer that paused and went
+        on owns a newer version, which its next close (or the rescan) brings in."""
+        if self._identity(path, dir_fd) == (read.size, read.mtime_ns):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path.name, dir_fd=dir_fd)
+        else:
+            log.warning("%s changed after it was read; kept for the next read", path)
+            self._enqueue(path)

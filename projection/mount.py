@@ -9,6 +9,8 @@ host directory is exactly as it was.
 from __future__ import annotations
 
 import argparse
+import hashlib
+import logging
 import os
 import shutil
 import signal
@@ -18,7 +20,10 @@ import time
 from pathlib import Path
 
 from ontology.artifact import Channel, Kind, drop_name
+from ontology.dropfile import DropRefused, read_drop
 from ontology.ingest import Ontology
+
+log = logging.getLogger(__name__)
 
 MOUNT_WAIT_S = 15.0
 
@@ -38,15 +43,24 @@ def is_mounted(point: Path) -> bool:
 
 
 def ingest_host_files(onto: Ontology, directory: Path) -> int:
-    """Ingest the memory directory's own files (as memory artifacts) before covering it."""
-    count = 0
+    """Ingest the memory directory's own files (as memory artifacts) before covering it, in one
+    batched call (a transaction per BATCH_SIZE files, not per file). A symlink is never followed
+    (it could reach any file on the machine) and a FIFO never blocks us: both are skipped."""
+    items = []
     for path in sorted(directory.glob("*.md")):
-        if path.is_file() and not path.name.startswith("."):
-            data = path.read_bytes()
-            import hashlib
-            onto.ingest(drop_name(Kind.MEMORY, hashlib.sha256(data).hexdigest(), path.name), data, Channel.CLI)
-            count += 1
-    return count
+        if path.name.startswith("."):
+            continue
+        try:
+            data = read_drop(path, allow_links=True).data
+        except DropRefused as exc:
+            log.warning("not ingesting %s from the memory dir: %s", path, exc.reason)
+            continue
+        except OSError as exc:
+            log.warning("cannot read %s from the memory dir: %s", path, exc.strerror)
+            continue
+        items.append((drop_name(Kind.MEMORY, hashlib.sha256(data).hexdigest(), path.name), data, Channel.CLI))
+    onto.ingest_many(items)
+    return len(items)
 
 
 def mount(root: Path, slug: str, at: Path, *, state_dir: Path, overlay: bool = True) -> int:

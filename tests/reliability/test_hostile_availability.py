@@ -1,0 +1,139 @@
+"""Issue 13, availability findings: a poison input never stops a batch (A1), a FIFO never blocks a
+worker (A5), an oversized or endless input is refused before it is read (A6), deep JSON is a 400;
+each through a real `kgbridge serve` process."""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import socket
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from attack import reasons, wait_until
+from conftest import memory
+from ontology.dropfile import PREFIX_BYTES
+from server_proc import ServerProcess, artifact_rows, wait_drained
+
+HUGE_INT = b"---\nname: 0x" + b"f" * 5000 + b"\ndescription: an integer too long to print\ntype: project\n---\nBody.\n"
+
+
+@pytest.fixture
+def server(root: Path):
+    (root / "ontology" / "shop" / "ingest").mkdir(parents=True)
+    with ServerProcess(root) as proc:
+        yield proc
+
+
+def _drop(ingest: Path, name: str | bytes, data: bytes) -> None:
+    """Write beside ingest/ and rename in, as a hook does."""
+    staging = ingest.parent / "staging"
+    staging.mkdir(exist_ok=True)
+    tmp = staging / "x"
+    tmp.write_bytes(data)
+    os.rename(tmp, os.path.join(bytes(ingest) if isinstance(name, bytes) else ingest, name))
+
+
+def test_poison_inputs_are_rejected_one_by_one_and_the_batch_goes_on(server, root):
+    ingest = root / "ontology" / "shop" / "ingest"
+    base = ingest.parent
+    _drop(ingest, "good-before.md", memory("before", "ingested despite its neighbours"))
+    _drop(ingest, "huge-int.md", HUGE_INT)
+    _drop(ingest, b"caf\xe9.md", memory("latin1", "a name that is not UTF-8"))
+    # A file that is swapped for a directory between its event and the read.
+    swapped = ingest / "swapped.md"
+    swapped.write_bytes(memory("swapped", "soon a directory"))
+    os.rename(swapped, base / "swapped-away.md")
+    swapped.mkdir()
+    _drop(ingest, "good-after.md", memory("after", "ingested despite its neighbours"))
+    wait_until(lambda: not any(p.is_file() for p in ingest.iterdir()))
+    with httpx.Client(base_url=server.url, timeout=10) as client:
+        wait_until(lambda: len(reasons(base)) >= 3)
+        health = client.get("/health").json()
+        assert health["status"] == "healthy" and health["degraded_writers"] == [], health
+        identities = sorted(i for i, _ in artifact_rows(base / "graph.db"))
+        assert identities == ["memory:shop/good-after.md", "memory:shop/good-before.md"]
+        kept = reasons(base)
+        assert any("could not be parsed" in r and "ValueError" in r for r in kept), kept
+        assert any("not valid UTF-8" in r for r in kept), kept
+        assert any("directory" in r for r in kept), kept
+        # Over HTTP the same inputs are a 422 with the artifact kept, never a 500 with nothing kept.
+        before = len(list((base / "rejected").glob("*.reason.json")))
+        response = client.post("/ingest", files={"file": ("u.md", HUGE_INT)}, data={"ontology": "shop", "filename": "h2.md"})
+        assert response.status_code == 422 and "could not be parsed" in response.json()["reason"]
+        body = b'{"ontology": "shop", "filename": "bad\\udce9.md", "content": "x y z"}'
+        response = client.post("/ingest", content=body, headers={"content-type": "application/json"})
+        assert response.status_code == 422, response.text
+        assert len(list((base / "rejected").glob("*.reason.json"))) == before + 2
+
+
+def test_a_fifo_in_the_drop_dir_blocks_nothing(server, root):
+    ingest = root / "ontology" / "shop" / "ingest"
+    fifo = ingest.parent / "pipe"
+    os.mkfifo(fifo)
+    os.rename(fifo, ingest / "pipe.md")
+    time.sleep(1.0)
+    _drop(ingest, "after-fifo.md", memory("afterfifo", "ingested although a FIFO came first"))
+    wait_drained(ingest, timeout=15)
+    assert [i for i, _ in artifact_rows(ingest.parent / "graph.db")] == ["memory:shop/after-fifo.md"]
+    assert any("FIFO" in r for r in reasons(ingest.parent))
+    started = time.monotonic()
+    assert server.stop(signal.SIGTERM, timeout=20) == 0
+    assert time.monotonic() - started < 10
+
+
+def test_a_sparse_giant_drop_is_refused_unread_and_only_its_prefix_kept(server, root):
+    ingest = root / "ontology" / "shop" / "ingest"
+    staging = ingest.parent / "sparse"
+    with open(staging, "wb") as handle:
+        handle.write(b"---\nname: giant\n---\n")
+        handle.truncate(256 * 1024 * 1024)  # 256 MiB of holes: free on disk, not in memory
+    os.rename(staging, ingest / "giant.md")
+    wait_drained(ingest, timeout=30)
+    rejected = ingest.parent / "rejected"
+    kept = [p for p in rejected.iterdir() if not p.name.endswith(".reason.json")]
+    assert len(kept) == 1 and kept[0].stat().st_size <= PREFIX_BYTES
+    assert any("over the" in r for r in reasons(ingest.parent))
+    status = Path(f"/proc/{server.proc.pid}/status").read_text()
+    peak_kib = int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmHWM")))
+    assert peak_kib < 200 * 1024, f"server peaked at {peak_kib} KiB"
+
+
+def test_a_chunked_upload_is_refused_once_over_budget_not_after_reading_it_all(server):
+    """Send an endless chunked multipart body and count what went out before the 413 came back."""
+    boundary = "b0undary"
+    head = (f"POST /ingest HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n"
+            f"Content-Type: multipart/form-data; boundary={boundary}\r\n\r\n").encode()
+    preamble = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"ontology\"\r\n\r\nshop\r\n"
+                f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"big.md\"\r\n"
+                "Content-Type: text/markdown\r\n\r\n").encode()
+    chunk = b"x" * (256 * 1024)
+    sent, status, limit = 0, None, 128 * 1024 * 1024
+    with socket.create_connection(("127.0.0.1", server.port), timeout=30) as sock:
+        sock.sendall(head + b"%x\r\n%s\r\n" % (len(preamble), preamble))
+        while sent < limit:
+            readable, _, _ = select.select([sock], [], [], 0)
+            if readable:
+                break
+            try:
+                sock.sendall(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+            except (BrokenPipeError, ConnectionResetError):
+                break
+            sent += len(chunk)
+        sock.settimeout(30)
+        reply = sock.recv(4096)
+        status = int(reply.split(b" ", 2)[1]) if reply.startswith(b"HTTP/") else None
+    assert status == 413
+    assert sent < 32 * 1024 * 1024, f"{sent} bytes went out before the refusal"
+
+
+@pytest.mark.parametrize("path", ["/ingest", "/ontologies"])
+def test_deeply_nested_json_is_a_400(server, path):
+    body = b"[" * 30_000 + b"]" * 30_000  # under the /ontologies body limit (64 KiB)
+    response = httpx.post(server.url + path, content=body, headers={"content-type": "application/json"}, timeout=30)
+    assert response.status_code == 400, response.text
+    assert httpx.get(server.url + "/health").json()["status"] == "healthy"

@@ -14,10 +14,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from attack import reasons, wait_until
+from support.attack import reasons, wait_until
 from conftest import memory
 from ontology.dropfile import PREFIX_BYTES
-from server_proc import ServerProcess, artifact_rows, wait_drained
+from support.server_proc import ServerProcess, artifact_rows, wait_drained
 
 HUGE_INT = b"---\nname: 0x" + b"f" * 5000 + b"\ndescription: an integer too long to print\ntype: project\n---\nBody.\n"
 

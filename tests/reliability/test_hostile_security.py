@@ -9,11 +9,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from attack import get_status, raw_request, reasons, wait_until
+from support.attack import get_status, raw_request, reasons, wait_until
 from conftest import memory
 from ontology.ingest import Ontology
 from ontology.layout import UnsafeName, validate_slug
-from server_proc import ServerProcess, artifact_rows
+from support.server_proc import ServerProcess, artifact_rows
 
 # Host values a rebinding page (or a confused proxy) can send. Only the first group is local.
 LOCAL_HOSTS = ["127.0.0.1", "127.0.0.1:{port}", "localhost", "LOCALHOST:{port}", "[::1]", "[::1]:{port}",

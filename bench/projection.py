@@ -21,7 +21,8 @@ from ontology.artifact import Channel
 from ontology.ingest import Ontology
 from projection.render import render_memory
 from projection.snapshot import MEMORY_NAME, memory_snapshot
-from projection.mount import fuse_available, is_mounted, unmount
+from projection.mount import unmount
+from projection.mounts import fuse_available, is_mounted
 from projection.view import ProjectionView
 
 

@@ -9,13 +9,13 @@ overwritten (the user's file is theirs), the verb fails with a clear error inste
 from __future__ import annotations
 
 import json
-import os
-import time
 from pathlib import Path
 
-from kgbridge.detect import HTTP_TIMEOUT_S, detect, forget, http_get
+from kgbridge.detect import HTTP_TIMEOUT_S, backend_token, backend_url, detect, forget, http_get
 from kgbridge.project import Project, claude_home, vetoed
-from kgbridge.state import ProjectState, load_json_object, read_json, write_atomic
+from kgbridge.state import ProjectState, load_json_object, read_json
+from ontology.atomic import atomic_write
+from ontology.clock import utc_from_epoch
 from ontology.layout import knowledge_root, ontology_paths
 
 DEFAULT_URL = "http://127.0.0.1:8765"
@@ -43,7 +43,7 @@ def _set_kg(path: Path, value: bool | None) -> None:
     else:
         reflection["kg"] = value
     ways["reflection"] = reflection
-    write_atomic(path, (json.dumps(ways, indent=2) + "\n").encode(), mode=0o644)
+    atomic_write(path, (json.dumps(ways, indent=2) + "\n").encode(), mode=0o644)
 
 
 def deactivate(project: Project) -> Path:
@@ -61,8 +61,7 @@ def activate(project: Project, *, root: Path | None = None, url: str | None = No
     if vetoed(project):  # still vetoed by the user-level file: the project file wins
         _set_kg(project.ways_file, True)
     root = knowledge_root(root)
-    url = (url if url is not None else os.environ.get("KG_URL", "")).rstrip("/") or None
-    token = token if token is not None else os.environ.get("KG_TOKEN")
+    url, token = backend_url(url), backend_token(token)
     use_http = transport == "http" or (transport == "auto" and url is not None and not root.exists())
     if use_http:
         if not url:
@@ -103,7 +102,6 @@ def status(project: Project, *, root: Path | None = None) -> dict[str, object]:
     detection = detect(project, root=root, use_cache=False)
     state = ProjectState(project.slug)
     last = read_json(state.last_delivery)
-    url = os.environ.get("KG_URL")
     return {
         "project": str(project.root),
         "slug": project.slug,
@@ -114,6 +112,6 @@ def status(project: Project, *, root: Path | None = None) -> dict[str, object]:
         "ledger_dir": str(project.ledger_dir),
         "claude_home": str(claude_home()),
         "outbox_depth": len(state.outbox_items()),
-        "last_delivery": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(float(last["at"]))) if "at" in last else None,
-        "backend": backend_health(url, os.environ.get("KG_TOKEN")),
+        "last_delivery": utc_from_epoch(float(last["at"])) if "at" in last else None,  # type: ignore[arg-type]
+        "backend": backend_health(backend_url(), backend_token()),
     }

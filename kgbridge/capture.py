@@ -10,25 +10,28 @@ from __future__ import annotations
 
 import os
 import re
-import time
 from pathlib import Path
 
 from kgbridge.bounded import TimedOut, call_bounded
 from kgbridge.deliver import deliver, flush
-from kgbridge.detect import Detection, behind_fuse, detect, fuse_mounts
+from kgbridge.detect import Detection, behind_fuse, detect
 from kgbridge.project import Project, resolve, vetoed
 from kgbridge.state import ProjectState, state_root
+from ontology.layout import memory_source
+from projection.mounts import fuse_mounts
 
 WRITE_TOOLS = frozenset({"Write", "Edit", "MultiEdit"})
 _PATCH_HEADER = re.compile(r"^\*\*\* (?:Add File|Update File|Move to): (.+?)\s*$", re.MULTILINE)
 
 
 def log(message: str) -> None:
+    from ontology.clock import utc_now  # lazily: only a hook that has something to log pays for datetime
+
     try:
         root = state_root()
         root.mkdir(parents=True, exist_ok=True, mode=0o700)
         with open(root / "hook.log", "a", encoding="utf-8") as log:
-            log.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {message}\n")
+            log.write(f"{utc_now()} {message}\n")
     except OSError:
         pass
 
@@ -136,7 +139,7 @@ def redirect_write(payload: dict, project: Project) -> dict | None:
     if tool != "Write":  # an edit of a projected topic file: save what this memory file now says
         from projection.render import topic_to_memory
 
-        content = topic_to_memory(str(current), content, f"memory:{project.slug}/{target.name}") or content
+        content = topic_to_memory(str(current), content, memory_source(project.slug, target.name)) or content
     outcome = deliver(ProjectState(project.slug), detect(project), "memory", target.name, content.encode("utf-8"))
     where = "the knowledge graph" if outcome in ("delivered", "seen") else "the kgbridge outbox (backend away)"
     reason = (f"Saved to {where} instead: this memory directory is kgbridge's read-only projection. "
@@ -210,11 +213,11 @@ def session_context(payload: dict) -> dict | None:
         except Exception as exc:  # noqa: BLE001 - context is optional: log it, start the session anyway
             log(f"session context unavailable: {exc}")
     elif detection.transport == "http" and detection.ingest_target:
-        from kgbridge.detect import http_get
+        from kgbridge.detect import backend_token, http_get
 
         base = detection.ingest_target.rsplit("/ingest", 1)[0]
         try:
-            status, body = http_get(f"{base}/ontologies/{project.slug}/memory", os.environ.get("KG_TOKEN"),
+            status, body = http_get(f"{base}/ontologies/{project.slug}/memory", backend_token(),
                                     CONTEXT_HTTP_TIMEOUT_S)
             text = body.decode("utf-8", "replace") if status == 200 else ""
         except OSError:

@@ -148,7 +148,7 @@ def search(query: str, root: Optional[Path] = RootOpt, ontology: Optional[str] =
     console.print(table)
 
 
-UrlOpt = typer.Option(None, "--url", envvar="KG_URL", help="HTTP backend base URL (or $KG_URL).")
+UrlOpt = typer.Option(None, "--url", help="HTTP backend base URL (default $KG_URL).")
 ProjectOpt = typer.Option(None, "--project", "-p", help="Project directory (default: current directory).")
 
 
@@ -285,13 +285,14 @@ def project_cmd(to: Path = typer.Option(..., "--to", help="Directory to write ME
 def serve(root: Optional[Path] = RootOpt,
           host: str = typer.Option("127.0.0.1", help="Bind address; off loopback a token is required."),
           port: int = typer.Option(8765, help="TCP port."),
-          token: Optional[str] = typer.Option(None, envvar="KG_TOKEN", help="Bearer token (or $KG_TOKEN).")) -> None:
+          token: Optional[str] = typer.Option(None, help="Bearer token (default $KG_TOKEN).")) -> None:
     """Run the graph server: drop-directory watcher, HTTP API and MCP (/mcp) in one process."""
+    from kgbridge.detect import backend_token
     from kgbridge.serve import serve as run_server
     from ontology.server import InsecureBind
 
     try:
-        run_server(knowledge_root(root), host=host, port=port, token=token)
+        run_server(knowledge_root(root), host=host, port=port, token=backend_token(token))
     except InsecureBind as exc:
         err.print(f"[red]{exc}[/red]")
         raise typer.Exit(2) from None

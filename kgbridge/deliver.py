@@ -11,25 +11,19 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import os
-import time
 from pathlib import Path
 
 from kgbridge.bounded import TimedOut, call_bounded
-from kgbridge.detect import Detection, behind_fuse
+from kgbridge.detect import Detection, backend_token, behind_fuse
 from kgbridge.state import ProjectState
-from ontology.layout import split_drop_name  # stdlib-only module
+from ontology.atomic import atomic_write  # stdlib-only modules
+from ontology.layout import drop_name, split_drop_name
 
 # Writing one small file into a live drop directory takes well under a millisecond; a write that
 # has not finished in 250 ms is hung, and the artifact goes to the outbox instead.
 DROP_TIMEOUT_S = 0.25
 # Posting one artifact to a healthy backend on loopback is ~10 ms; allow for a busy single writer.
 POST_TIMEOUT_S = 2.0
-KINDS = ("memory", "ledger", "document")
-
-
-def drop_name(kind: str, data: bytes, name: str) -> str:
-    return f"{kind}.{hashlib.sha256(data).hexdigest()[:12]}.{name}"
 
 
 def registry_key(kind: str, data: bytes, name: str) -> str:
@@ -39,20 +33,8 @@ def registry_key(kind: str, data: bytes, name: str) -> str:
 
 
 def _drop(ingest: Path, dropped: str, data: bytes) -> None:
-    tmp = ingest / f".tmp-{os.getpid()}-{time.monotonic_ns()}-{dropped}"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, ingest / dropped)
-    except BaseException:
-        try:
-            tmp.unlink()
-        except OSError:
-            pass
-        raise
+    # Never creates the drop directory: one that is gone means the ontology is, not "make it again".
+    atomic_write(ingest / dropped, data, mode=0o644, parents=False)
 
 
 def _drop_bounded(ingest: Path, dropped: str, data: bytes) -> bool:
@@ -89,8 +71,7 @@ def send(detection: Detection, slug: str, dropped: str, data: bytes, *, token: s
         return _drop_bounded(Path(detection.ingest_target), dropped, data)
     if detection.transport == "http" and detection.ingest_target:
         # The drop name carries the kind hint and original name; the backend decodes both.
-        return _post(detection.ingest_target, token if token is not None else os.environ.get("KG_TOKEN"),
-                     slug, dropped, data)
+        return _post(detection.ingest_target, backend_token(token), slug, dropped, data)
     return False
 
 

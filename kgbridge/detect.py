@@ -17,8 +17,10 @@ from pathlib import Path
 
 from kgbridge.bounded import ChildFailed, TimedOut, call_bounded
 from kgbridge.project import Project, vetoed
-from kgbridge.state import ProjectState, read_json, write_atomic
+from kgbridge.state import ProjectState, read_json
+from ontology.atomic import atomic_write
 from ontology.layout import knowledge_root, ontology_paths
+from projection.mounts import fuse_mounts
 
 # The whole decision: a hook must not make the agent wait; 300 ms is the ADR-141 budget.
 BUDGET_S = 0.30
@@ -29,6 +31,20 @@ HTTP_TIMEOUT_S = 0.12
 # Absent results are cached longer (a dead backend stays dead for a while) than present ones.
 CACHE_ABSENT_S = 20.0
 CACHE_PRESENT_S = 5.0
+# The HTTP backend, when the knowledge root is not on this machine (docs/reference.md).
+URL_ENV = "KG_URL"
+TOKEN_ENV = "KG_TOKEN"
+
+
+def backend_url(explicit: str | None = None) -> str | None:
+    """The backend's base URL without a trailing slash: `explicit`, else $KG_URL; None if neither."""
+    raw = explicit if explicit is not None else os.environ.get(URL_ENV, "")
+    return raw.rstrip("/") or None
+
+
+def backend_token(explicit: str | None = None) -> str | None:
+    """The bearer token: `explicit`, else $KG_TOKEN (the server reads the same variable)."""
+    return explicit if explicit is not None else (os.environ.get(TOKEN_ENV) or None)
 
 
 class Detection(namedtuple("Detection", "state transport ingest_target reason elapsed_ms cached",
@@ -47,21 +63,6 @@ class Detection(namedtuple("Detection", "state transport ingest_target reason el
     @property
     def active(self) -> bool:
         return self.state == "active"
-
-
-def fuse_mounts() -> list[str]:
-    """Mount points of FUSE filesystems, from the kernel's mount table (never hangs)."""
-    try:
-        with open("/proc/self/mounts", encoding="utf-8", errors="replace") as table:
-            lines = table.read().splitlines()
-    except OSError:
-        return []
-    points = []
-    for line in lines:
-        fields = line.split()
-        if len(fields) >= 3 and fields[2].startswith("fuse"):
-            points.append(fields[1].replace("\\040", " ").replace("\\011", "\t").replace("\\134", "\\"))
-    return points
 
 
 def behind_fuse(path: Path) -> bool:
@@ -125,8 +126,7 @@ def detect(project: Project, *, root: Path | None = None, url: str | None = None
     if vetoed(project):
         return Detection("hard-off", "none", None, "vetoed in ways.json")
     root = knowledge_root(root)
-    url = (url if url is not None else os.environ.get("KG_URL", "")).rstrip("/") or None
-    token = token if token is not None else os.environ.get("KG_TOKEN")
+    url, token = backend_url(url), backend_token(token)
     state = ProjectState(project.slug)
     key = f"{root}|{url}"
     if use_cache:
@@ -150,7 +150,7 @@ def detect(project: Project, *, root: Path | None = None, url: str | None = None
         state.mark_known()
     try:
         ttl = CACHE_PRESENT_S if found.active else CACHE_ABSENT_S
-        write_atomic(state.cache, json.dumps({"key": key, "until": time.time() + ttl,
+        atomic_write(state.cache, json.dumps({"key": key, "until": time.time() + ttl,
                                               "detection": found._asdict()}).encode())
     except OSError:
         pass  # a read-only state dir costs only the cache

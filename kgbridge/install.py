@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kgbridge.project import Project, claude_home
-from kgbridge.state import load_json_object, read_json, state_root, write_atomic
+from kgbridge.state import load_json_object, read_json, state_root
+from ontology.atomic import atomic_write
 
 MARKER = "kgbridge-hook"
 # Claude Code: capture memory writes as they happen, and rescan at the session's edges.
@@ -124,12 +125,12 @@ def apply(p: Plan, harness: str, *, uninstall: bool = False) -> None:
     if not uninstall and str(p.path) not in backups:  # what to restore: recorded at the first install only
         _, data = _load(p.path)
         backups[str(p.path)] = {"existed": p.path.exists(), "autoDreamEnabled": data.get("autoDreamEnabled", _ABSENT)}
-        write_atomic(backup_file, json.dumps(backups, indent=2).encode())
+        atomic_write(backup_file, json.dumps(backups, indent=2).encode())
     if p.changed:
         if p.after:
-            write_atomic(p.path, p.after.encode(), mode=0o644)
+            atomic_write(p.path, p.after.encode(), mode=0o644)
         else:
             p.path.unlink(missing_ok=True)
     if uninstall and str(p.path) in backups:
         backups.pop(str(p.path))
-        write_atomic(backup_file, json.dumps(backups, indent=2).encode())
+        atomic_write(backup_file, json.dumps(backups, indent=2).encode())

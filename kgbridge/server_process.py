@@ -17,6 +17,8 @@ from pathlib import Path
 
 import httpx
 
+from kgbridge.detect import TOKEN_ENV
+
 KGBRIDGE = [sys.executable, "-m", "kgbridge.cli"]
 
 
@@ -43,7 +45,7 @@ class ServerProcess:
 
     def start(self, timeout: float = 20.0) -> "ServerProcess":
         env = dict(os.environ)
-        env.pop("KG_TOKEN", None)
+        env.pop(TOKEN_ENV, None)  # the token is passed explicitly, or not at all
         cmd = [*KGBRIDGE, "serve", "--root", str(self.root), "--port", str(self.port), *self.extra]
         if self.token:
             cmd += ["--token", self.token]

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from collections.abc import Iterator
 
-from ontology.atomic import atomic_write as write_atomic  # one atomic writer for the whole project
+from ontology.atomic import atomic_write  # one atomic writer for the whole project
 
 STATE_ENV = "KG_STATE_DIR"
 
@@ -71,7 +71,7 @@ class ProjectState:
 
     def mark_known(self) -> None:
         if not self.known_marker.exists():
-            write_atomic(self.known_marker, b"")
+            atomic_write(self.known_marker, b"")
 
     def is_known(self) -> bool:
         return self.known_marker.exists()
@@ -91,7 +91,7 @@ class ProjectState:
             os.write(fd, (key + "\n").encode())
         finally:
             os.close(fd)
-        write_atomic(self.last_delivery, json.dumps({"at": time.time(), "transport": transport,
+        atomic_write(self.last_delivery, json.dumps({"at": time.time(), "transport": transport,
                                                      "key": key}).encode())
 
     # -- outbox --------------------------------------------------------------------------------------
@@ -104,7 +104,7 @@ class ProjectState:
 
     def put_outbox(self, drop_name: str, data: bytes) -> Path:
         target = self.outbox / drop_name
-        write_atomic(target, data)
+        atomic_write(target, data)
         return target
 
     @contextmanager

@@ -114,9 +114,6 @@ class Archive:
         log_start = _append_synced(self.log_path, (prefix + "".join(lines)).encode("utf-8"))
         return log_start + len((prefix + "".join(lines)).encode("utf-8"))
 
-    def put(self, item: Incoming) -> int:
-        return self.put_many([item])
-
     def _log_ends_cleanly(self) -> bool:
         try:
             with open(self.log_path, "rb") as handle:

@@ -37,10 +37,6 @@ def split_drop_name(name: str) -> tuple[Kind | None, str]:
     return (Kind(hint) if hint else None), original
 
 
-def drop_name(hint: Kind, sha256_hex: str, original: str) -> str:
-    return f"{hint.value}.{sha256_hex[:12]}.{original}"
-
-
 class ArtifactRejected(ValueError):
     """The artifact cannot be ingested; `reason` says why in words a person can act on."""
 

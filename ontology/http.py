@@ -8,6 +8,7 @@ thread. Input is validated at this edge (slug, filename, body size) and every re
 from __future__ import annotations
 
 import json
+from importlib.metadata import version
 from typing import Any, AsyncGenerator, Callable
 
 from starlette.concurrency import run_in_threadpool
@@ -23,7 +24,7 @@ from ontology.ingest import OntologyMissing, Status
 from ontology.layout import UnsafeName, validate_slug
 from ontology.parse import MAX_ARTIFACT_BYTES
 
-VERSION = "0.1.0"
+VERSION = version("kgbridge")  # one source: pyproject.toml
 # A request body may carry one artifact (<= 1 MiB) plus multipart or JSON-escaping overhead. Larger
 # bodies are refused unread (413); an artifact over 1 MiB inside a smaller body is kept as rejected.
 MAX_BODY_BYTES = 2 * MAX_ARTIFACT_BYTES

@@ -18,7 +18,6 @@ import sqlite3
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterable, Iterator
 
@@ -26,6 +25,7 @@ from filelock import FileLock, Timeout
 
 from ontology.archive import Archive, ArchiveCorrupt, Incoming, LogEntry
 from ontology.artifact import Artifact, ArtifactRejected, Channel
+from ontology.clock import utc_now
 from ontology.extract import Extraction, extract
 from ontology.layout import OntologyPaths, UnsafeName, ontology_paths, validate_filename
 from ontology.parse import parse_artifact
@@ -65,9 +65,6 @@ class IngestResult:
 class OntologyMissing(LookupError):
     """The ontology has not been activated (its folder does not exist)."""
 
-
-def utc_now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ raises `UnsafeName` instead. Standard library only: the hook imports this module
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from collections import namedtuple
@@ -95,8 +96,20 @@ class OntologyPaths(namedtuple("OntologyPaths", "root slug")):
 
 
 # Drop-directory names written by the bridge: `<hint>.<sha12>.<original name>`, so the backend can
-# recover the artifact's kind hint and original name (which is part of its source identity).
-DROP_NAME_RE = re.compile(r"^(memory|ledger|document)\.([0-9a-f]{12})\.(.+)$")
+# recover the artifact's kind hint and original name (which is part of its source identity). The
+# hints are values of `ontology.artifact.Kind` (not imported: the hook reads this module).
+DROP_KINDS = ("memory", "ledger", "document")
+DROP_NAME_RE = re.compile(rf"^({'|'.join(DROP_KINDS)})\.([0-9a-f]{{12}})\.(.+)$")
+
+
+def drop_name(kind: str, data: bytes, original: str) -> str:
+    """The name under which `data` is dropped (or kept in the outbox): kind hint, content, name."""
+    return f"{kind}.{hashlib.sha256(data).hexdigest()[:12]}.{original}"
+
+
+def memory_source(slug: str, filename: str) -> str:
+    """The source identity of a memory file: every version of `<slug>/<filename>` is one source."""
+    return f"memory:{slug}/{filename}"
 
 
 def split_drop_name(name: str) -> tuple[str | None, str]:

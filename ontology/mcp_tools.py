@@ -17,6 +17,7 @@ from mcp.server.mcpserver import MCPServer
 from ontology import queries
 from ontology.artifact import Channel
 from ontology.backend import Backend
+from ontology.http import VERSION
 from ontology.layout import validate_slug
 
 INSTRUCTIONS = """kgbridge keeps this project's memory as evidence: each assertion carries a label
@@ -28,7 +29,7 @@ what sessions disagree about; save a new memory with kg_ingest (markdown, frontm
 def build_mcp(backend: Backend, health: Callable[[], dict[str, Any]],
               memory: Callable[[str], str] | None = None,
               project_slug: Callable[[str], str] | None = None) -> MCPServer:
-    mcp = MCPServer(name="kgbridge", instructions=INSTRUCTIONS, version="0.1.0")
+    mcp = MCPServer(name="kgbridge", instructions=INSTRUCTIONS, version=VERSION)
 
     def pick(ontology: str | None, project_path: str | None) -> str:
         if ontology:

@@ -42,9 +42,3 @@ def bands(tokens: Iterable[str]) -> list[tuple[int, int]]:
     """(band index, band hash) pairs, stored and looked up in an indexed table."""
     sig = signature(tokens)
     return [(b, hash(tuple(sig[b * ROWS : (b + 1) * ROWS])) & _MASK63) for b in range(BANDS)] if sig else []
-
-
-def jaccard(a: frozenset[str] | set[str], b: frozenset[str] | set[str]) -> float:
-    if not a and not b:
-        return 1.0
-    return len(a & b) / len(a | b)

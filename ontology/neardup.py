@@ -21,6 +21,7 @@ from functools import lru_cache
 
 from ontology import minhash
 from ontology.normalize import Proposition
+from ontology.schema import in_chunks
 
 # Jaccard over stemmed content tokens at or above which two wordings are one proposition. 0.7 merges
 # rewordings that add or drop one content word in four ("hit the real database in tests" / "tests
@@ -129,11 +130,9 @@ class NearDuplicateIndex:
             if len(cache) + len(missing) > CACHE_SIZE:
                 cache.clear()  # bounded memory; the common candidates come back within a few lookups
                 missing = ids
-            for start in range(0, len(missing), 500):
-                chunk = missing[start:start + 500]
+            for marks, chunk in in_chunks(missing):
                 for cid, tokens, slot, value in self.conn.execute(
-                        f"SELECT id, tokens, slot, value FROM assertions WHERE id IN ({','.join('?' * len(chunk))})",
-                        chunk):
+                        f"SELECT id, tokens, slot, value FROM assertions WHERE id IN ({marks})", chunk):
                     cache[cid] = (frozenset(tokens.split()), slot, value)
         # Jaccard = |A & B| / (|A| + |B| - |A & B|); one comprehension keeps the per-candidate cost low.
         mine, size = prop.tokens, len(prop.tokens)

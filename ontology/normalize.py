@@ -97,11 +97,6 @@ def _strip_negation(tokens: list[str]) -> tuple[list[str], int]:
     return kept, polarity
 
 
-def content_key(text: str) -> str:
-    """Stemmed content tokens of a phrase: used for slot subjects and values and concept names."""
-    return " ".join(stem(t) for t in _tokens(text) if t not in STOPWORDS)
-
-
 def _slot(words: list[str]) -> tuple[str, str] | None:
     for i, word in enumerate(words):
         relation = _SLOT_VERBS.get(word)

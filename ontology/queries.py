@@ -12,6 +12,8 @@ import sqlite3
 from dataclasses import asdict, dataclass, field
 from typing import Iterable
 
+from ontology.schema import in_chunks
+
 
 @dataclass(frozen=True)
 class EvidenceRow:
@@ -56,11 +58,6 @@ SELECT st.assertion_id, st.source_id, s.identity, s.kind, s.reliability, st.stan
 FROM stances st JOIN sources s ON s.id = st.source_id JOIN artifacts a ON a.id = st.artifact_id
 WHERE st.assertion_id IN ({marks}) ORDER BY st.assertion_id, st.source_id
 """
-_IN_CHUNK = 500  # ids per IN (...) list, well under SQLite's bound on bound parameters
-
-
-def _chunks(ids: list[int]) -> list[list[int]]:
-    return [ids[i:i + _IN_CHUNK] for i in range(0, len(ids), _IN_CHUNK)]
 
 
 def _evidence(conn: sqlite3.Connection, assertion_ids: list[int] | set[int]) -> dict[int, dict[str, tuple]]:
@@ -71,21 +68,20 @@ def _evidence(conn: sqlite3.Connection, assertion_ids: list[int] | set[int]) -> 
     so weighing a whole slot group costs as much as reading it once."""
     wanted = sorted(set(assertion_ids))
     members: dict[int, tuple[int, str | None, str | None]] = {}
-    for chunk in _chunks(wanted):
+    for marks, chunk in in_chunks(wanted):
         for aid, polarity, slot, value in conn.execute(
-                f"SELECT id, polarity, slot, value FROM assertions WHERE id IN ({','.join('?' * len(chunk))})", chunk):
+                f"SELECT id, polarity, slot, value FROM assertions WHERE id IN ({marks})", chunk):
             members[aid] = (polarity, slot, value)
     slots = sorted({slot for _, slot, _ in members.values() if slot})
     siblings: dict[str, list[tuple[int, str | None]]] = {}
-    for chunk in [slots[i:i + _IN_CHUNK] for i in range(0, len(slots), _IN_CHUNK)]:
+    for marks, chunk in in_chunks(slots):
         for aid, slot, value in conn.execute(
-                f"SELECT id, slot, value FROM assertions WHERE slot IN ({','.join('?' * len(chunk))}) ORDER BY id",
-                chunk):
+                f"SELECT id, slot, value FROM assertions WHERE slot IN ({marks}) ORDER BY id", chunk):
             siblings.setdefault(slot, []).append((aid, value))
     involved = sorted(set(members) | {aid for group in siblings.values() for aid, _ in group})
     stances: dict[int, list[tuple]] = {}
-    for chunk in _chunks(involved):
-        for row in conn.execute(_STANCE_SQL.format(marks=",".join("?" * len(chunk))), chunk):
+    for marks, chunk in in_chunks(involved):
+        for row in conn.execute(_STANCE_SQL.format(marks=marks), chunk):
             stances.setdefault(row[0], []).append(row[1:])
     # Per slot, each source's positive claims in sibling order: (sibling id, value, row).
     claims: dict[str, list[tuple[int, str | None, tuple]]] = {}
@@ -112,9 +108,9 @@ def _evidence(conn: sqlite3.Connection, assertion_ids: list[int] | set[int]) -> 
 def slots_of(conn: sqlite3.Connection, assertion_ids: Iterable[int]) -> dict[int, tuple[str | None, str | None]]:
     """(slot, value) of each assertion."""
     out: dict[int, tuple[str | None, str | None]] = {}
-    for chunk in _chunks(sorted(set(assertion_ids))):
+    for marks, chunk in in_chunks(sorted(set(assertion_ids))):
         out.update((r[0], (r[1], r[2])) for r in conn.execute(
-            f"SELECT id, slot, value FROM assertions WHERE id IN ({','.join('?' * len(chunk))})", chunk))
+            f"SELECT id, slot, value FROM assertions WHERE id IN ({marks})", chunk))
     return out
 
 
@@ -130,8 +126,8 @@ def aggregates(conn: sqlite3.Connection, assertion_ids: Iterable[int]) -> list[t
     """The stored evidence aggregates of each assertion and its slot (see `aggregate.weigh_stored`):
     id, polarity, then (weight units, sources) for direct for, direct against, cross, slot claim, only."""
     out: list[tuple[int, ...]] = []
-    for chunk in _chunks(sorted(set(assertion_ids))):
-        out.extend(tuple(r) for r in conn.execute(_AGGREGATE_SQL.format(marks=",".join("?" * len(chunk))), chunk))
+    for marks, chunk in in_chunks(sorted(set(assertion_ids))):
+        out.extend(tuple(r) for r in conn.execute(_AGGREGATE_SQL.format(marks=marks), chunk))
     return out
 
 
@@ -148,11 +144,6 @@ def stance_weights(conn: sqlite3.Connection, assertion_ids: list[int] | set[int]
     the display fields (the writer weighs many assertions per artifact)."""
     return {aid: [(r[0], r[4]) for _, r in sorted(rows.items(), key=lambda item: (item[1][8], item[0]))]
             for aid, rows in _evidence(conn, assertion_ids).items()}
-
-
-def evidence_rows(conn: sqlite3.Connection, assertion_id: int) -> list[EvidenceRow]:
-    """One row per independent source, stance relative to the assertion as worded (see evidence_for)."""
-    return evidence_for(conn, [assertion_id]).get(assertion_id, [])
 
 
 _ASSERTION_COLS = """a.id, c.key, a.text, a.status, a.belief, a.plausibility, a.conflict, a.n_for, a.n_against,

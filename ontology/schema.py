@@ -8,7 +8,9 @@ readers see a consistent snapshot while the single writer works.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 SCHEMA_VERSION = 5  # 2: lsh is WITHOUT ROWID; 3: 15x4 LSH bands; 4: subsets (exact short near-dups);
 # 5: evidence aggregates kept by delta (ontology/aggregate.py)
@@ -16,6 +18,17 @@ SCHEMA_VERSION = 5  # 2: lsh is WITHOUT ROWID; 3: 15x4 LSH bands; 4: subsets (ex
 BUSY_TIMEOUT_MS = 30_000
 WAL_AUTOCHECKPOINT_PAGES = 16_384
 WRITER_CACHE_KIB = 64 * 1024
+# Values per `IN (...)` list: far under SQLite's bound on host parameters (999 before 3.32).
+IN_CHUNK = 500
+
+T = TypeVar("T")
+
+
+def in_chunks(values: Sequence[T], size: int = IN_CHUNK) -> Iterator[tuple[str, Sequence[T]]]:
+    """(placeholders, values) per slice, for `... IN ({placeholders})` queries over many values."""
+    for start in range(0, len(values), size):
+        chunk = values[start:start + size]
+        yield ",".join("?" * len(chunk)), chunk
 
 DDL = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);

@@ -13,12 +13,13 @@ from __future__ import annotations
 import sqlite3
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Iterator, Mapping
 
 from ontology import aggregate, queries
 from ontology.aggregate import Held, Term
 from ontology.artifact import Artifact, Kind
+from ontology.clock import utc_text
 from ontology.evidence import RELIABILITY, SourceKind, weight_units
 from ontology.extract import ConceptDecl, Extraction, Statement
 from ontology.neardup import NearDuplicateIndex
@@ -46,9 +47,7 @@ def normalize_ts(value: str | None, fallback: str) -> str:
             parsed = datetime.fromisoformat(candidate.strip().replace("Z", "+00:00"))
         except ValueError:
             continue
-        if parsed.tzinfo is None:
-            parsed = parsed.replace(tzinfo=timezone.utc)
-        return parsed.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        return utc_text(parsed)
     return fallback
 
 

@@ -100,10 +100,6 @@ class DropWatcher(FileSystemEventHandler):
         return {"running": alive, "queue_depth": sum(len(q.due) for q in self._queues.values()),
                 "last_error": self.last_error, "last_scan_at": self.last_scan_at}
 
-    @property
-    def running(self) -> bool:
-        return bool(self.status()["running"])
-
     # -- events ---------------------------------------------------------------------------------
 
     def _slug_of(self, path: Path) -> str | None:

@@ -9,37 +9,23 @@ host directory is exactly as it was.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import logging
 import os
-import shutil
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from ontology.artifact import Channel, Kind, drop_name
+from ontology.artifact import Channel, Kind
 from ontology.dropfile import DropRefused, read_drop
 from ontology.ingest import Ontology
+from ontology.layout import drop_name
+from projection.mounts import is_mounted
 
 log = logging.getLogger(__name__)
 
 MOUNT_WAIT_S = 15.0
-
-
-def fuse_available() -> bool:
-    """Whether this machine can mount at all (a FUSE device and the unmount tool)."""
-    return os.path.exists("/dev/fuse") and shutil.which("fusermount") is not None
-
-
-def is_mounted(point: Path) -> bool:
-    target = os.path.abspath(point)
-    try:
-        with open("/proc/self/mounts", encoding="utf-8", errors="replace") as table:
-            return any(len(f := line.split()) > 1 and f[1].replace("\\040", " ") == target for line in table)
-    except OSError:
-        return False
 
 
 def ingest_host_files(onto: Ontology, directory: Path) -> int:
@@ -58,7 +44,7 @@ def ingest_host_files(onto: Ontology, directory: Path) -> int:
         except OSError as exc:
             log.warning("cannot read %s from the memory dir: %s", path, exc.strerror)
             continue
-        items.append((drop_name(Kind.MEMORY, hashlib.sha256(data).hexdigest(), path.name), data, Channel.CLI))
+        items.append((drop_name(Kind.MEMORY.value, data, path.name), data, Channel.CLI))
     onto.ingest_many(items)
     return len(items)
 

@@ -11,7 +11,8 @@ from conftest import FIXTURES, graph_snapshot, ledger, memory
 from ontology import queries
 from ontology.archive import Incoming
 from ontology.artifact import Channel
-from ontology.ingest import Ontology, Status, utc_now
+from ontology.clock import utc_now
+from ontology.ingest import Ontology, Status
 from ontology.store import GraphWriter
 
 
@@ -79,7 +80,7 @@ def test_archived_artifacts_the_graph_lacks_are_applied_when_the_writer_opens(ro
     onto.ingest("a.md", memory("a", "Use uv for installs"), Channel.CLI)
     onto.close()
     lost = memory("b", "Pin the python version")
-    onto.archive.put(Incoming(__import__("hashlib").sha256(lost).hexdigest(), "b.md", "cli", utc_now(), lost))
+    onto.archive.put_many([Incoming(__import__("hashlib").sha256(lost).hexdigest(), "b.md", "cli", utc_now(), lost)])
     reopened = Ontology(root, "shop")
     assert "Pin the python version" in _texts(reopened)
     assert reopened.ingest("b.md", lost, Channel.CLI).status is Status.DUPLICATE  # applied once, not twice

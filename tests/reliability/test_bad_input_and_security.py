@@ -98,6 +98,8 @@ def test_catalogue_through_the_drop_directory_plus_symlink_out_of_root(server, r
 def test_security_boundary_through_the_full_stack(server, root):
     url = server.url
     assert httpx.get(f"{url}/health", headers={"Host": "attacker.example:8765"}).status_code == 421
+    # A name that merely starts like a loopback address is a name, not this machine.
+    assert httpx.get(f"{url}/health", headers={"Host": "127.0.0.1.attacker.example"}).status_code == 421
     assert httpx.post(f"{url}/mcp", headers={"Host": "attacker.example"}, json={}).status_code == 421
     assert httpx.get(f"{url}/ontologies", headers={"Sec-Fetch-Site": "cross-site"}).status_code == 403
     assert httpx.post(f"{url}/ingest", headers={"Origin": "https://attacker.example"},

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from projection.mount import fuse_available, is_mounted as mounted
+from projection.mounts import fuse_available, is_mounted as mounted
 
 HERE = Path(__file__).parent
 

@@ -14,6 +14,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from ontology.artifact import Channel
 from ontology.ingest import IngestResult, Ontology, OntologyMissing, Status
@@ -77,15 +78,20 @@ class Backend:
             return onto
 
     def ingest(self, slug: str, filename: str, data: bytes, channel: Channel) -> IngestResult:
-        return self.ingest_many(slug, [(filename, data, channel)])[0]
+        """One artifact (HTTP, MCP): concurrent callers share commits (group commit) and wait for a
+        held writer a bounded time (`WriterBusy`), so they never pile up on one ontology."""
+        return self._accounted(slug, lambda onto: [onto.ingest(filename, data, channel)])[0]
 
     def ingest_many(self, slug: str, items: list[tuple[str, bytes, Channel]]) -> list[IngestResult]:
         """Ingest a burst in batches; `StorageUnavailable` if the disk refused (nothing of the failed
         batch was taken)."""
+        return self._accounted(slug, lambda onto: onto.ingest_many(items))
+
+    def _accounted(self, slug: str, run: Callable[[Ontology], list[IngestResult]]) -> list[IngestResult]:
         onto = self.get(slug)
         state = self._states[slug]
         try:
-            results = onto.ingest_many(items)
+            results = run(onto)
         except (OSError, sqlite3.Error) as exc:  # disk full, read-only fs: the artifacts stay where they were
             state.last_error, state.last_error_at = f"{type(exc).__name__}: {exc}", time.time()
             raise StorageUnavailable(f"cannot store artifacts in {slug!r}: {exc}") from exc

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import json
 from importlib.metadata import version
-from typing import Any, AsyncGenerator, Callable
+from typing import Any, AsyncGenerator, Callable, TypeVar
 
-from starlette.concurrency import run_in_threadpool
+import anyio
+import anyio.to_thread
+
 from starlette.formparsers import MultiPartException, MultiPartParser
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -20,18 +22,44 @@ from starlette.routing import Route
 from ontology import queries
 from ontology.artifact import Channel
 from ontology.backend import Backend, OntologyExists
-from ontology.ingest import OntologyMissing, Status
+from ontology.ingest import OntologyMissing, Status, WriterBusy
 from ontology.layout import UnsafeName, validate_slug
 from ontology.parse import MAX_ARTIFACT_BYTES
 
 VERSION = version("kgbridge")  # one source: pyproject.toml
+T = TypeVar("T")
 # A request body may carry one artifact (<= 1 MiB) plus multipart or JSON-escaping overhead. Larger
 # bodies are refused unread (413); an artifact over 1 MiB inside a smaller body is kept as rejected.
 MAX_BODY_BYTES = 2 * MAX_ARTIFACT_BYTES
 
 
+# Worker threads per kind of work. Writes may wait on a held writer (at most MAX_WAITING_CALLERS per
+# ontology, see ontology.ingest), so they have their own pool; /health and reads never queue
+# behind them. anyio's shared default pool (40) is left to the MCP tools.
+WRITE_THREADS = 48
+READ_THREADS = 16
+
+
 class BodyTooLarge(Exception):
     pass
+
+
+class Pools:
+    """Separate thread pools for reads and writes, created on first use (inside the event loop)."""
+
+    def __init__(self) -> None:
+        self._reads: anyio.CapacityLimiter | None = None
+        self._writes: anyio.CapacityLimiter | None = None
+
+    async def read(self, fn: Callable[..., T], *args: Any) -> T:
+        if self._reads is None:
+            self._reads = anyio.CapacityLimiter(READ_THREADS)
+        return await anyio.to_thread.run_sync(fn, *args, limiter=self._reads)
+
+    async def write(self, fn: Callable[..., T], *args: Any) -> T:
+        if self._writes is None:
+            self._writes = anyio.CapacityLimiter(WRITE_THREADS)
+        return await anyio.to_thread.run_sync(fn, *args, limiter=self._writes)
 
 
 def error(status: int, message: str) -> JSONResponse:
@@ -65,6 +93,8 @@ def parse_json(body: bytes) -> Any:
 
 
 def routes(backend: Backend, health: Callable[[], dict[str, Any]], memory: Callable[[str], str] | None = None) -> list[Route]:
+    pools = Pools()
+
     def _slug_or_404(slug: str) -> str | JSONResponse:
         try:
             validate_slug(slug)
@@ -75,10 +105,10 @@ def routes(backend: Backend, health: Callable[[], dict[str, Any]], memory: Calla
         return slug
 
     async def get_health(request: Request) -> Response:
-        return JSONResponse(await run_in_threadpool(health))
+        return JSONResponse(await pools.read(health))
 
     async def list_ontologies(request: Request) -> Response:
-        return JSONResponse({"ontologies": await run_in_threadpool(backend.slugs)})
+        return JSONResponse({"ontologies": await pools.read(backend.slugs)})
 
     async def get_ontology(request: Request) -> Response:
         checked = _slug_or_404(request.path_params["slug"])
@@ -86,9 +116,12 @@ def routes(backend: Backend, health: Callable[[], dict[str, Any]], memory: Calla
             return checked
 
         def read() -> dict[str, Any]:
+            state = backend.states().get(checked)
+            error_text = state.last_error if state is not None else None
             with backend.get(checked).reader() as conn:
-                return {"slug": checked, "counts": queries.counts(conn)}
-        return JSONResponse(await run_in_threadpool(read))
+                return {"slug": checked, "counts": queries.counts(conn),
+                        "status": "degraded" if error_text else "healthy", "last_error": error_text}
+        return JSONResponse(await pools.read(read))
 
     async def create_ontology(request: Request) -> Response:
         try:
@@ -100,7 +133,7 @@ def routes(backend: Backend, health: Callable[[], dict[str, Any]], memory: Calla
         except (ValueError, KeyError, TypeError):
             return error(400, 'expected JSON {"name": "<slug: [a-z0-9-], 1-64 chars>"}')
         try:
-            await run_in_threadpool(backend.create, name)
+            await pools.write(backend.create, name)
         except OntologyExists:
             return error(409, f"ontology {name!r} already exists")
         return JSONResponse({"slug": name, "created": True}, status_code=201)
@@ -117,9 +150,12 @@ def routes(backend: Backend, health: Callable[[], dict[str, Any]], memory: Calla
             return checked
         channel = Channel.MCP if request.headers.get("x-kg-channel") == "mcp" else Channel.HTTP
         try:
-            result = await run_in_threadpool(backend.ingest, checked, filename, data, channel)
+            result = await pools.write(backend.ingest, checked, filename, data, channel)
         except OntologyMissing as exc:
             return error(404, str(exc))
+        except WriterBusy as exc:  # nothing was taken; the client keeps it and comes back
+            return JSONResponse({"error": str(exc)}, status_code=503,
+                                headers={"Retry-After": str(WriterBusy.retry_after)})
         except OSError as exc:  # StorageUnavailable: disk full or read-only; the client keeps it
             return error(503, f"backend cannot store artifacts right now: {exc}")
         body = {"ontology": checked, **result.to_json()}
@@ -136,7 +172,7 @@ def routes(backend: Backend, health: Callable[[], dict[str, Any]], memory: Calla
         def read() -> list[dict[str, Any]]:
             with backend.get(checked).reader() as conn:
                 return [a.to_json() for a in queries.assertions(conn, status=status.upper() if status else None)]
-        return JSONResponse(await run_in_threadpool(read))
+        return JSONResponse(await pools.read(read))
 
     async def get_concept(request: Request) -> Response:
         checked = _slug_or_404(request.path_params["slug"])
@@ -147,7 +183,7 @@ def routes(backend: Backend, health: Callable[[], dict[str, Any]], memory: Calla
         def read() -> dict[str, Any] | None:
             with backend.get(checked).reader() as conn:
                 return queries.concept(conn, ref)
-        data = await run_in_threadpool(read)
+        data = await pools.read(read)
         return error(404, f"no concept {ref!r} in {checked!r}") if data is None else JSONResponse(data)
 
     async def search(request: Request) -> Response:
@@ -159,14 +195,14 @@ def routes(backend: Backend, health: Callable[[], dict[str, Any]], memory: Calla
         def read() -> list[dict[str, Any]]:
             with backend.get(checked).reader() as conn:
                 return queries.search(conn, q)
-        return JSONResponse({"query": q, "hits": await run_in_threadpool(read)})
+        return JSONResponse({"query": q, "hits": await pools.read(read)})
 
     async def get_memory(request: Request) -> Response:
         checked = _slug_or_404(request.path_params["slug"])
         if isinstance(checked, JSONResponse):
             return checked
         assert memory is not None
-        text = await run_in_threadpool(memory, checked)
+        text = await pools.read(memory, checked)
         return Response(text, media_type="text/markdown; charset=utf-8")
 
     table = [

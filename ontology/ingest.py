@@ -16,6 +16,7 @@ import logging
 import os
 import sqlite3
 import threading
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +39,12 @@ log = logging.getLogger(__name__)
 # the B-tree pages its artifacts touch (bench/ingest.py: the commit was the largest single cost);
 # 256 keeps a batch's parsed artifacts small in memory and the writer lock held well under a second.
 BATCH_SIZE = 256
+# How long a single caller (an HTTP or MCP ingest) waits for the writer before it is told to come
+# back (503 Retry-After): a group commit takes well under a second; a rebuild can take minutes.
+WRITER_WAIT_SECONDS = 10.0
+# Callers that may wait for one ontology's writer at once. Each holds a server worker thread, so
+# one held writer can occupy at most this many of them, never the pool every ontology shares.
+MAX_WAITING_CALLERS = 16
 
 
 class Status(enum.Enum):
@@ -65,6 +72,12 @@ class IngestResult:
 class OntologyMissing(LookupError):
     """The ontology has not been activated (its folder does not exist)."""
 
+
+class WriterBusy(RuntimeError):
+    """The ontology's writer stayed held (a rebuild, a bulk ingest) past the wait a single caller
+    may spend, or too many callers already wait for it: nothing was taken; retry after a moment."""
+
+    retry_after = 2  # seconds: a rebuild or a bulk batch of BATCH_SIZE artifacts takes about this
 
 
 @dataclass(frozen=True)
@@ -105,6 +118,7 @@ class Ontology:
         self._writer_identity: tuple[int, int] | None = None
         self._queue: list[_Ticket] = []  # single artifacts waiting for the writer (group commit)
         self._queue_lock = threading.Lock()
+        self._waiting = 0  # single callers inside ingest(), under _queue_lock
         self._caught_up = False  # readers apply what the archive holds once, when the writer is free
 
     @property
@@ -183,11 +197,15 @@ class Ontology:
             return prepared
         ticket = _Ticket(prepared)
         with self._queue_lock:
+            if self._waiting >= MAX_WAITING_CALLERS:
+                raise WriterBusy(f"{self._waiting} callers already wait for the writer of {self.slug!r}")
+            self._waiting += 1
             self._queue.append(ticket)
         try:
             self._lead_group(ticket)
         finally:
             with self._queue_lock:  # the writer could not be opened: do not leave it for another caller
+                self._waiting -= 1
                 if ticket in self._queue:
                     self._queue.remove(ticket)
         if ticket.error is not None:
@@ -195,22 +213,55 @@ class Ontology:
         assert ticket.result is not None
         return ticket.result
 
+    def _acquire_bounded(self, ticket: _Ticket) -> None:
+        """Take both writer locks within WRITER_WAIT_SECONDS, else give up (`WriterBusy`) if no
+        leader has taken the ticket yet; once one has, wait for it: its commit is under way."""
+        deadline = time.monotonic() + WRITER_WAIT_SECONDS
+        if not self._thread_lock.acquire(timeout=WRITER_WAIT_SECONDS):
+            self._give_up_or_wait(ticket)
+            self._thread_lock.acquire()
+        try:
+            self._file_lock.acquire(timeout=max(0.0, deadline - time.monotonic()))
+        except Timeout:
+            try:
+                self._give_up_or_wait(ticket)
+                self._file_lock.acquire()
+            except BaseException:
+                self._thread_lock.release()
+                raise
+        except BaseException:
+            self._thread_lock.release()
+            raise
+
+    def _give_up_or_wait(self, ticket: _Ticket) -> None:
+        with self._queue_lock:
+            if ticket in self._queue:
+                self._queue.remove(ticket)
+                raise WriterBusy(f"the writer of {self.slug!r} is busy (held over {WRITER_WAIT_SECONDS:.0f} s)")
+
     def _lead_group(self, ticket: _Ticket) -> None:
-        with self._thread_lock, self._file_lock:
-            if ticket.done:  # an earlier leader took it along
-                return
-            writer = self._open_writer()
-            while not ticket.done:  # oldest first, a batch at a time, until this caller's is in
-                with self._queue_lock:
-                    group, self._queue = self._queue[:BATCH_SIZE], self._queue[BATCH_SIZE:]
-                try:
-                    outcomes = self._apply_batch(writer, [t.item for t in group])
-                except BaseException as exc:
-                    for member in group:
-                        member.error, member.done = exc, True
-                else:
-                    for member, (_, result) in zip(group, outcomes):
-                        member.result, member.done = result, True
+        self._acquire_bounded(ticket)
+        try:
+            self._lead_group_locked(ticket)
+        finally:
+            self._file_lock.release()
+            self._thread_lock.release()
+
+    def _lead_group_locked(self, ticket: _Ticket) -> None:
+        if ticket.done:  # an earlier leader took it along
+            return
+        writer = self._open_writer()
+        while not ticket.done:  # oldest first, a batch at a time, until this caller's is in
+            with self._queue_lock:
+                group, self._queue = self._queue[:BATCH_SIZE], self._queue[BATCH_SIZE:]
+            try:
+                outcomes = self._apply_batch(writer, [t.item for t in group])
+            except BaseException as exc:
+                for member in group:
+                    member.error, member.done = exc, True
+            else:
+                for member, (_, result) in zip(group, outcomes):
+                    member.result, member.done = result, True
 
     def ingest_many(self, items: Iterable[tuple[str, bytes, Channel]], *,
                     received_at: str | None = None) -> list[IngestResult]:

@@ -7,6 +7,7 @@ stops the watcher, whose workers finish the artifact in hand before the writers 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ from starlette.applications import Starlette
 from starlette.routing import Mount
 
 from ontology.backend import Backend
+from ontology.connections import raise_descriptor_limit, uvicorn_limits, watch_loop
 from ontology.guard import Guard, is_loopback
 from ontology.http import VERSION, routes
 from ontology.mcp_tools import build_mcp
@@ -37,11 +39,15 @@ class App:
     asgi: Guard
 
     def health(self) -> dict[str, Any]:
+        """The server is healthy while it serves (its watcher runs); each ontology's health is its
+        own (`ontology_status`), so one ontology's failure never makes hooks of the others treat
+        the whole backend as absent."""
         watcher = self.watcher.status()
         degraded = self.backend.degraded_writers()
-        healthy = bool(watcher["running"]) and not degraded
-        return {"status": "healthy" if healthy else "degraded", "version": VERSION,
-                "ontologies": self.backend.slugs(), "watcher": watcher, "degraded_writers": degraded,
+        slugs = self.backend.slugs()
+        return {"status": "healthy" if watcher["running"] else "degraded", "version": VERSION,
+                "ontologies": slugs, "watcher": watcher, "degraded_writers": degraded,
+                "ontology_status": {slug: "degraded" if slug in degraded else "healthy" for slug in slugs},
                 "writers": {slug: vars(state) for slug, state in self.backend.states().items()}}
 
 
@@ -69,6 +75,7 @@ def build_app(root: Path, *, token: str | None = None, allow_remote_hosts: bool 
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        watch_loop(asyncio.get_running_loop())
         backend.catch_up_in_background()
         if watch:
             watcher.start()
@@ -102,6 +109,7 @@ def serve(root: Path, host: str = "127.0.0.1", port: int = 8765, token: str | No
     if remote and not token:
         raise InsecureBind(f"refusing to bind {host}: set KG_TOKEN (or --token) to serve off loopback")
     app = build_app(root, token=token, allow_remote_hosts=remote, memory=memory, project_slug=project_slug)
+    raise_descriptor_limit()
     config = uvicorn.Config(app.asgi, host=host, port=port, log_level="info", lifespan="on",
-                            timeout_graceful_shutdown=30)
+                            timeout_graceful_shutdown=30, **uvicorn_limits())
     _Server(config).run()

@@ -137,3 +137,91 @@ def test_deeply_nested_json_is_a_400(server, path):
     response = httpx.post(server.url + path, content=body, headers={"content-type": "application/json"}, timeout=30)
     assert response.status_code == 400, response.text
     assert httpx.get(server.url + "/health").json()["status"] == "healthy"
+
+
+def _open_fds(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def test_idle_and_slow_connections_are_capped_and_timed_out(server):
+    from ontology.connections import MAX_CONNECTIONS, REQUEST_READ_SECONDS
+
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, max(soft, 4096)), hard))
+    idle: list[socket.socket] = []
+    try:
+        for _ in range(MAX_CONNECTIONS + 100):
+            idle.append(socket.create_connection(("127.0.0.1", server.port), timeout=5))
+        drip = socket.create_connection(("127.0.0.1", server.port), timeout=5)
+        idle.append(drip)
+        started = time.monotonic()
+        assert httpx.get(f"{server.url}/health", timeout=5).status_code == 200
+        assert _open_fds(server.proc.pid) < MAX_CONNECTIONS + 60, "the connection cap did not hold"
+        closed_at = None
+        for byte in b"GET /health HTTP/1.1\r\nHost: localhost\r\n" * 4:  # one byte a second, never done
+            try:
+                drip.send(bytes([byte]))
+            except OSError:
+                closed_at = time.monotonic()
+                break
+            drip.settimeout(1.0)
+            try:
+                if drip.recv(1) == b"":
+                    closed_at = time.monotonic()
+                    break
+            except socket.timeout:
+                pass
+        assert closed_at is not None and closed_at - started < REQUEST_READ_SECONDS + 5, "slow drip kept its slot"
+        time.sleep(1)
+        assert _open_fds(server.proc.pid) < 100, "idle connections were not closed"
+    finally:
+        for sock in idle:
+            sock.close()
+
+
+def test_a_stalled_event_loop_ends_the_process(tmp_path):
+    """The watchdog's promise: a loop that answers nothing exits (70) instead of holding the port."""
+    import subprocess
+    import sys
+
+    code = ("import asyncio, time\nfrom ontology.connections import watch_loop\n"
+            "async def main():\n    watch_loop(asyncio.get_running_loop(), stall=1.0)\n"
+            "    await asyncio.sleep(0.2)\n    time.sleep(30)\nasyncio.run(main())\n")
+    started = time.monotonic()
+    proc = subprocess.run([sys.executable, "-c", code], timeout=25, capture_output=True)
+    assert proc.returncode == 70 and time.monotonic() - started < 10
+
+
+def test_a_held_writer_gets_503_retry_after_while_health_and_other_ontologies_answer(server, root):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from filelock import FileLock
+
+    (root / "ontology" / "other" / "ingest").mkdir(parents=True)
+    lock = FileLock(str(root / "ontology" / "shop" / ".writer.lock"))
+    lock.acquire()  # what a `kgbridge rebuild` in another process does for minutes
+    try:
+        def post(i: int) -> httpx.Response:
+            return httpx.post(f"{server.url}/ingest", timeout=60,
+                              json={"ontology": "shop", "filename": f"p{i}.md",
+                                    "content": memory(f"p{i}", f"claim {i}").decode()})
+        with ThreadPoolExecutor(60) as pool:
+            futures = [pool.submit(post, i) for i in range(60)]
+            time.sleep(1.0)
+            started = time.monotonic()
+            assert httpx.get(f"{server.url}/health", timeout=5).json()["status"] == "healthy"
+            other = httpx.post(f"{server.url}/ingest", timeout=5,
+                               json={"ontology": "other", "filename": "o.md", "content": memory("o", "other").decode()})
+            assert other.status_code == 200 and other.json()["status"] == "new"
+            assert httpx.get(f"{server.url}/ontologies/shop", timeout=5).status_code == 200
+            assert time.monotonic() - started < 5
+            replies = [f.result() for f in futures]
+        assert all(r.status_code == 503 and r.headers.get("retry-after") for r in replies), \
+            sorted({r.status_code for r in replies})
+    finally:
+        lock.release()
+    ok = httpx.post(f"{server.url}/ingest", timeout=30,
+                    json={"ontology": "shop", "filename": "late.md", "content": memory("late", "after").decode()})
+    assert ok.status_code == 200

@@ -16,9 +16,11 @@ import typer
 from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
+from rich.text import Text
 
 from kgbridge import project as project_mod
 from ontology import queries
+from ontology import search as search_mod
 from ontology.artifact import Channel
 from ontology.ingest import BATCH_SIZE, Ontology, OntologyMissing, Status
 from ontology.layout import UnsafeName, knowledge_root
@@ -132,19 +134,32 @@ def show(concept: Optional[str] = typer.Argument(None, help="A concept key; omit
 
 @app.command()
 def search(query: str, root: Optional[Path] = RootOpt, ontology: Optional[str] = OntologyOpt,
-           limit: int = typer.Option(20, help="Most hits to show."), as_json: bool = JsonOpt) -> None:
-    """Full-text search over concepts and assertions (FTS5, ranked)."""
+           limit: int = typer.Option(20, min=1, help="Most hits to show."),
+           status: Optional[list[str]] = typer.Option(
+               None, "--status", help="Only assertions with this label (repeatable; DISPUTED = CONTESTED or "
+                                      "CONTRADICTORY)."),
+           concept: Optional[str] = typer.Option(None, "--concept", help="Only this concept and its assertions."),
+           since: Optional[str] = typer.Option(None, "--since", help="Only what changed on or after this date."),
+           as_json: bool = JsonOpt) -> None:
+    """Search concepts and assertions: all-terms hits first (phrase, near, all, then partial), labelled."""
     onto = _open(root, ontology)
-    with onto.reader() as conn:
-        hits = queries.search(conn, query, limit)
+    try:
+        filters = search_mod.parse_filters(status, concept, since)
+        with onto.reader() as conn:
+            hits = search_mod.search(conn, query, limit=limit, filters=filters)
+    except search_mod.SearchError as exc:
+        err.print(f"[red]{exc}[/red]")
+        raise typer.Exit(2) from None
     if as_json:
-        print(json.dumps({"ontology": onto.slug, "query": query, "hits": hits}))
+        print(json.dumps({"ontology": onto.slug, "query": query, "hits": [h.to_json() for h in hits]},
+                         ensure_ascii=False))
         return
     table = Table(title=f"{len(hits)} hits for {query!r}")
-    for col in ("kind", "concept", "text", "label"):
+    for col in ("kind", "match", "concept", "text", "label"):
         table.add_column(col, overflow="fold")
     for h in hits:
-        table.add_row(str(h["kind"]), str(h["concept"]), str(h["text"]), str(h.get("status", "")))
+        # markup=False: results are shown verbatim (`[x]`, `~/path`, `snake_case` are the author's words)
+        table.add_row(h.kind.value, h.match.value, Text(h.concept), Text(h.text), h.status or "")
     console.print(table)
 
 

@@ -20,6 +20,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from ontology import queries
+from ontology import search as search_mod
 from ontology.artifact import Channel
 from ontology.backend import Backend, OntologyExists
 from ontology.ingest import OntologyMissing, Status, WriterBusy
@@ -190,12 +191,23 @@ def routes(backend: Backend, health: Callable[[], dict[str, Any]], memory: Calla
         checked = _slug_or_404(request.path_params["slug"])
         if isinstance(checked, JSONResponse):
             return checked
-        q = request.query_params.get("q", "")
+        params = request.query_params
+        q = params.get("q", "")
+        try:
+            limit = int(params.get("limit", "20"))
+            filters = search_mod.parse_filters(params.getlist("status"), params.get("concept"), params.get("since"))
+        except ValueError as exc:  # SearchError is one; so is a limit that is not a number
+            return error(400, str(exc))
 
         def read() -> list[dict[str, Any]]:
             with backend.get(checked).reader() as conn:
-                return queries.search(conn, q)
-        return JSONResponse({"query": q, "hits": await pools.read(read)})
+                return [h.to_json() for h in search_mod.search(conn, q, limit=max(1, min(limit, 100)),
+                                                                filters=filters)]
+        try:
+            hits = await pools.read(read)
+        except search_mod.SearchError as exc:
+            return error(400, str(exc))
+        return JSONResponse({"query": q, "hits": hits})
 
     async def get_memory(request: Request) -> Response:
         checked = _slug_or_404(request.path_params["slug"])

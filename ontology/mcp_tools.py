@@ -13,8 +13,9 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 
-from ontology import queries
+from ontology import queries, search
 from ontology.artifact import Channel
 from ontology.backend import Backend
 from ontology.http import VERSION
@@ -60,11 +61,20 @@ def build_mcp(backend: Backend, health: Callable[[], dict[str, Any]],
 
     @mcp.tool()
     def kg_search(query: str, ontology: str | None = None, project_path: str | None = None,
-                  limit: int = 10) -> list[dict[str, Any]]:
-        """Full-text search over concepts and assertions, best first, with labels."""
+                  limit: int = 10, status: list[str] | None = None, concept: str | None = None,
+                  since: str | None = None) -> list[dict[str, Any]]:
+        """Search concepts and assertions. Hits containing every query word come first (`match`:
+        phrase, near, all), then `partial` ones only to fill the page; assertions carry their label.
+        Filters: status (AFFIRMATIVE, CONTESTED, CONTRADICTORY, INSUFFICIENT_DATA or DISPUTED),
+        concept (a key), since (a date: what changed on or after it)."""
         slug = pick(ontology, project_path)
-        with backend.get(slug).reader() as conn:
-            return queries.search(conn, query, max(1, min(limit, 50)))
+        try:
+            filters = search.parse_filters(status, concept, since)
+            with backend.get(slug).reader() as conn:
+                hits = search.search(conn, query, limit=max(1, min(limit, 50)), filters=filters)
+        except search.SearchError as exc:  # the agent's to fix: let it read why
+            raise ToolError(str(exc)) from None
+        return [h.to_json() for h in hits]
 
     @mcp.tool()
     def kg_concept(id: str, ontology: str | None = None, project_path: str | None = None) -> dict[str, Any]:

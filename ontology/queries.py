@@ -1,4 +1,4 @@
-"""Read-side views of the graph: evidence rows, assertions, concepts, search, counts.
+"""Read-side views of the graph: evidence rows, assertions, concepts, counts (search: ontology/search.py).
 
 Invariant: read-only SQL over one connection; every function sees one consistent snapshot when the
 caller wraps it in a read transaction. `evidence_for` is the single definition of which sources
@@ -7,7 +7,6 @@ count for and against an assertion: the writer weighs exactly what readers show.
 
 from __future__ import annotations
 
-import re
 import sqlite3
 from dataclasses import asdict, dataclass, field
 from typing import Iterable
@@ -207,32 +206,6 @@ def concept(conn: sqlite3.Connection, ref: str) -> dict[str, object] | None:
                 "SELECT DISTINCT src AS concept, kind FROM relations WHERE dst=? ORDER BY src, kind", (row["key"],))],
         },
     }
-
-
-def _fts_query(text: str) -> str:
-    """User text to a safe FTS5 query: each word quoted, any of them may match (ranked by bm25)."""
-    words = re.findall(r"\w+", text.lower())[:16]
-    return " OR ".join(f'"{w}"' for w in words)
-
-
-def search(conn: sqlite3.Connection, q: str, limit: int = 20) -> list[dict[str, object]]:
-    query = _fts_query(q)
-    if not query:
-        return []
-    hits: list[dict[str, object]] = []
-    for r in conn.execute(
-        """SELECT c.key, c.title, c.description, bm25(concepts_fts) AS score FROM concepts_fts
-           JOIN concepts c ON c.id = concepts_fts.rowid WHERE concepts_fts MATCH ? ORDER BY score LIMIT ?""",
-        (query, limit)):
-        hits.append({"kind": "concept", "concept": r[0], "text": r[2] or r[1] or r[0], "score": -r[3]})
-    for r in conn.execute(
-        """SELECT a.id, c.key, a.text, a.status, a.belief, bm25(assertions_fts) AS score FROM assertions_fts
-           JOIN assertions a ON a.id = assertions_fts.rowid JOIN concepts c ON c.id = a.concept_id
-           WHERE assertions_fts MATCH ? ORDER BY score LIMIT ?""", (query, limit)):
-        hits.append({"kind": "assertion", "id": r[0], "concept": r[1], "text": r[2], "status": r[3],
-                     "belief": r[4], "score": -r[5]})
-    hits.sort(key=lambda h: (-float(h["score"]), str(h["concept"]), str(h["text"])))
-    return hits[:limit]
 
 
 def counts(conn: sqlite3.Connection) -> dict[str, object]:

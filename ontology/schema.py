@@ -12,8 +12,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TypeVar
 
-SCHEMA_VERSION = 5  # 2: lsh is WITHOUT ROWID; 3: 15x4 LSH bands; 4: subsets (exact short near-dups);
-# 5: evidence aggregates kept by delta (ontology/aggregate.py)
+SCHEMA_VERSION = 6  # 2: lsh is WITHOUT ROWID; 3: 15x4 LSH bands; 4: subsets (exact short near-dups);
+# 5: evidence aggregates kept by delta (ontology/aggregate.py); 6: trigram indexes for CJK search
 # A writer holding the lock is normal (one artifact at a time); wait for it rather than fail.
 BUSY_TIMEOUT_MS = 30_000
 WAL_AUTOCHECKPOINT_PAGES = 16_384
@@ -91,6 +91,10 @@ CREATE TABLE IF NOT EXISTS relations(
 CREATE INDEX IF NOT EXISTS relations_dst ON relations(dst);
 CREATE VIRTUAL TABLE IF NOT EXISTS concepts_fts USING fts5(key, name, title, description, tokenize='porter unicode61');
 CREATE VIRTUAL TABLE IF NOT EXISTS assertions_fts USING fts5(text, tokenize='porter unicode61');
+-- Rows with text in scripts written without spaces (CJK, kana, Hangul, Thai), searched by substring
+-- (ontology/search.py). Only those rows: the word index above serves everything else.
+CREATE VIRTUAL TABLE IF NOT EXISTS concepts_cjk USING fts5(text, tokenize='trigram');
+CREATE VIRTUAL TABLE IF NOT EXISTS assertions_cjk USING fts5(text, tokenize='trigram');
 """
 
 

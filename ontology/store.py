@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Iterator, Mapping
 
-from ontology import aggregate, queries
+from ontology import aggregate, queries, search
 from ontology.aggregate import Held, Term
 from ontology.artifact import Artifact, Kind
 from ontology.clock import utc_text
@@ -182,9 +182,7 @@ class GraphWriter:
                                (concept_id,)).fetchone()
             if old is not None and tuple(old) == indexed:
                 return concept_id  # restated unchanged: the search index already says this
-            conn.execute("DELETE FROM concepts_fts WHERE rowid=?", (concept_id,))
-        conn.execute("INSERT INTO concepts_fts(rowid, key, name, title, description) VALUES(?,?,?,?,?)",
-                     (concept_id, *indexed))
+        search.index_concept(conn, concept_id, indexed, replace=row is not None)
         return concept_id
 
     def _resolve_concept(self, statement: Statement, extraction: Extraction, ts: str) -> int:
@@ -213,7 +211,7 @@ class GraphWriter:
                                                  " ".join(sorted(prop.tokens)), len(prop.tokens), prop.slot,
                                                  prop.value, ts, ts)).lastrowid
             self.near.add(assertion_id, keys)
-            conn.execute("INSERT INTO assertions_fts(rowid, text) VALUES(?,?)", (assertion_id, statement.text))
+            search.index_assertion(conn, assertion_id, statement.text, replace=False)
             return assertion_id
         self._maybe_move_owner(assertion_id, concept_id, statement)
         return assertion_id
@@ -227,8 +225,7 @@ class GraphWriter:
         if _owner_rank(new_type) > _owner_rank(owner_type):
             conn.execute("UPDATE assertions SET concept_id=?, text=?, polarity=? WHERE id=?",
                          (concept_id, statement.text, statement.proposition.polarity, assertion_id))
-            conn.execute("DELETE FROM assertions_fts WHERE rowid=?", (assertion_id,))
-            conn.execute("INSERT INTO assertions_fts(rowid, text) VALUES(?,?)", (assertion_id, statement.text))
+            search.index_assertion(conn, assertion_id, statement.text, replace=True)
 
     def _replace_stances(self, source_id: int, artifact_id: int, observed: dict[int, tuple[int, str]],
                          ts: str, *, additive: bool) -> set[int]:

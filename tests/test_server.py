@@ -107,7 +107,14 @@ def test_http_multipart_and_json_ingest_answer_what_happened(server):
     concept = httpx.get(f"{server.url}/ontologies/shop/concepts/testing-real-db").json()
     assert concept["key"] == "testing-real-db" and concept["assertions"]
     hits = httpx.get(f"{server.url}/ontologies/shop/search", params={"q": "database mocks"}).json()["hits"]
-    assert hits and hits[0]["concept"] == "testing-real-db"
+    assert hits and hits[0]["concept"] == "testing-real-db" and hits[0]["match"] != "partial"
+    narrowed = httpx.get(f"{server.url}/ontologies/shop/search",
+                         params={"q": "database", "status": "INSUFFICIENT_DATA", "concept": "testing-real-db",
+                                 "since": "2020-01-01", "limit": "2"}).json()["hits"]
+    assert 0 < len(narrowed) <= 2 and {(h["kind"], h["concept"], h["status"]) for h in narrowed} == {
+        ("assertion", "testing-real-db", "INSUFFICIENT_DATA")}
+    r = httpx.get(f"{server.url}/ontologies/shop/search", params={"q": "database", "status": "CONFIRMED"})
+    assert r.status_code == 400 and "unknown status" in r.json()["error"]
 
 
 def test_ontology_routes_activate_over_http(server):
@@ -176,6 +183,12 @@ def test_mcp_client_lists_and_calls_every_tool(server):
             assert {a["text"] for a in contested} == {"database: postgres", "The database is MySQL"}
             hits = payload(await client.call_tool("kg_search", {"query": "postgres", "ontology": "shop"}))
             assert hits and "postgres" in hits[0]["text"]
+            disputed = payload(await client.call_tool("kg_search", {"query": "database", "ontology": "shop",
+                                                                     "status": ["CONTESTED"], "limit": 5}))
+            assert {(h["text"], h["status"]) for h in disputed} == {("database: postgres", "CONTESTED"),
+                                                                    ("The database is MySQL", "CONTESTED")}
+            bad = await client.call_tool("kg_search", {"query": "database", "ontology": "shop", "since": "soon"})
+            assert bad.is_error and "not a date" in bad.content[0].text
             concept = await client.call_tool("kg_concept", {"id": "db", "ontology": "shop"})
             assert json.loads(concept.content[0].text)["key"] == "db"
             missing = await client.call_tool("kg_concept", {"id": "nope", "ontology": "shop"})

@@ -25,9 +25,11 @@ from ontology.normalize import NEGATORS, STOPWORDS
 _QUESTION_WORDS = frozenset("is are was were has have had how why where does doesn".split())
 _NOISE = STOPWORDS | NEGATORS | _QUESTION_WORDS
 MAX_TERMS = 8  # a query is a question, not a document; more words only slow the AND without sharpening it
-# Partial matches enumerate subsets of the query's terms, heaviest first; six terms is 63 subsets at
-# most, and the share rule below prunes most of them.
+# Partial matches try subsets of the query's terms, heaviest first, until the page is full: the six
+# heaviest terms, and at most ten subsets (all 3- and 2-term subsets of four terms), so a long
+# question with few answers still costs a bounded number of index lookups (~0.2 ms each at 10k notes).
 MAX_PARTIAL_TERMS = 6
+MAX_PARTIAL_SUBSETS = 10
 # A partial hit must contain terms carrying at least 40 % of the query's weight (inverse document
 # frequency): "postgres" alone answers "postgres database", "database" alone does not; of two words of
 # about equal weight either will do (half, give or take), of three equal ones it takes two.
@@ -363,23 +365,22 @@ def search(conn: sqlite3.Connection, text: str, *, limit: int = 20, filters: Fil
 
 def _partial(conn: sqlite3.Connection, terms: tuple[Term, ...], filters: Filters, limit: int,
              found: _Collector) -> None:
-    """Fill each list up to `limit` with hits on subsets of the terms, heaviest subset first."""
-    needy = [lst for lst in found.lists if found.count(lst.kind) < limit]
-    if not needy:
+    """Fill the page up to `limit` with hits on subsets of the terms, heaviest subset first."""
+    if len(found.found) >= limit:
         return
     weights = _weights(conn, terms)
     total = sum(weights.values())
     ranked = sorted(terms, key=lambda t: -weights[t])[:MAX_PARTIAL_TERMS]
-    subsets = [s for size in range(len(ranked) - 1, 0, -1) for s in combinations(ranked, size)]
-    subsets = [s for s in subsets if sum(weights[t] for t in s) >= MIN_PARTIAL_SHARE * total]
-    subsets.sort(key=lambda s: -sum(weights[t] for t in s))
-    for subset in subsets:
+    subsets = [s for size in range(len(ranked) - 1, 0, -1) for s in combinations(ranked, size)
+               if sum(weights[t] for t in s) >= MIN_PARTIAL_SHARE * total]
+    for subset in sorted(subsets, key=lambda s: -sum(weights[t] for t in s))[:MAX_PARTIAL_SUBSETS]:
         share = sum(weights[t] for t in subset) / total
-        for lst in needy:
-            have = found.count(lst.kind)
-            if have < limit:
-                fetched = lst.fetch(conn, subset, Match.ALL, filters, limit)  # at most `have` already found
-                found.add(fetched, Match.PARTIAL, len(subset), share)
+        for lst in found.lists:
+            # Rows found before come back too: ask for enough to leave `limit` new ones.
+            fetched = lst.fetch(conn, subset, Match.ALL, filters, limit + found.count(lst.kind))
+            found.add(fetched, Match.PARTIAL, len(subset), share)
+        if len(found.found) >= limit:
+            return
 
 
 def _weights(conn: sqlite3.Connection, terms: tuple[Term, ...]) -> dict[Term, float]:

@@ -136,10 +136,11 @@ def redirect_write(payload: dict, project: Project) -> dict | None:
     content = intended_content(tool, tool_input, str(current))
     if content is None:
         return None
-    if tool != "Write":  # an edit of a projected topic file: save what this memory file now says
-        from projection.render import topic_to_memory
+    # What the agent saw was a topic file: save what this memory file now says (its own text without
+    # the projection's evidence appendix), as the next version of that same file.
+    from projection.topic import topic_to_memory
 
-        content = topic_to_memory(str(current), content, memory_source(project.slug, target.name)) or content
+    content = topic_to_memory(str(current), content, memory_source(project.slug, target.name)) or content
     outcome = deliver(ProjectState(project.slug), detect(project), "memory", target.name, content.encode("utf-8"))
     where = "the knowledge graph" if outcome in ("delivered", "seen") else "the kgbridge outbox (backend away)"
     reason = (f"Saved to {where} instead: this memory directory is kgbridge's read-only projection. "

@@ -184,9 +184,15 @@ def _statements(units: list[tuple[str | None, str]], fixed_concept: str | None, 
     return out, False
 
 
+def memory_file_key(filename: str) -> str:
+    """A memory file's concept key: its file stem (`name:` is only its title), slugged the way index
+    links and wikilinks to it are, so `[x](feedback_x.md)` and `[[feedback-x]]` reach the same concept."""
+    return concept_key(PurePosixPath(filename).stem)
+
+
 def _memory(artifact: Artifact) -> Extraction:
-    key = concept_key(artifact.name or PurePosixPath(artifact.filename).stem)
-    decl = ConceptDecl(key, artifact.name or key, artifact.memory_type or "memory",
+    key = memory_file_key(artifact.filename)
+    decl = ConceptDecl(key, artifact.name or PurePosixPath(artifact.filename).stem, artifact.memory_type or "memory",
                        title=artifact.name, description=artifact.description)
     units: list[tuple[str | None, str]] = []
     if artifact.description:
@@ -197,17 +203,14 @@ def _memory(artifact: Artifact) -> Extraction:
 
 
 def _memory_index(artifact: Artifact) -> Extraction:
-    concepts: list[ConceptDecl] = []
+    """An index line annotates the file it links (the projection shows the index verbatim); it never
+    declares a concept, so a file whose `name:` differs from its file name has no empty twin."""
     relations: list[Relation] = []
     for line in artifact.body.split("\n"):
         match = _INDEX_LINE_RE.match(line)
-        if not match or not (key := _link_target_key(match.group(2))):
-            continue
-        hook = clean_markup(match.group(3) or "") or None
-        concepts.append(ConceptDecl(key, key, "memory", title=clean_markup(match.group(1)), description=hook,
-                                    authoritative=False))
-        relations += _relations(key, match.group(3) or "")
-    return Extraction(tuple(concepts), (), tuple(relations))
+        if match and (key := _link_target_key(match.group(2))):
+            relations += _relations(key, match.group(3) or "")
+    return Extraction((), (), tuple(relations))
 
 
 def _sectioned(artifact: Artifact, default: str, default_type: str) -> Extraction:

@@ -12,8 +12,9 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TypeVar
 
-SCHEMA_VERSION = 6  # 2: lsh is WITHOUT ROWID; 3: 15x4 LSH bands; 4: subsets (exact short near-dups);
+SCHEMA_VERSION = 7  # 2: lsh is WITHOUT ROWID; 3: 15x4 LSH bands; 4: subsets (exact short near-dups);
 # 5: evidence aggregates kept by delta (ontology/aggregate.py); 6: trigram indexes for CJK search
+# 7: memory_files (newest text of each memory file and of the index, for the projection)
 # A writer holding the lock is normal (one artifact at a time); wait for it rather than fail.
 BUSY_TIMEOUT_MS = 30_000
 WAL_AUTOCHECKPOINT_PAGES = 16_384
@@ -89,6 +90,12 @@ CREATE TABLE IF NOT EXISTS relations(
   src TEXT NOT NULL, dst TEXT NOT NULL, kind TEXT NOT NULL, source_id INTEGER NOT NULL,
   PRIMARY KEY(src, dst, kind, source_id)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS relations_dst ON relations(dst);
+-- The newest version of each memory file and of the MEMORY.md index, as written (decoded text), so
+-- the projection shows the author's own words under the file's own name. concept is NULL for the index.
+CREATE TABLE IF NOT EXISTS memory_files(
+  filename TEXT PRIMARY KEY, kind TEXT NOT NULL, concept TEXT, source_id INTEGER NOT NULL,
+  artifact_id INTEGER NOT NULL, timestamp TEXT NOT NULL, text TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS memory_files_concept ON memory_files(concept);
 CREATE VIRTUAL TABLE IF NOT EXISTS concepts_fts USING fts5(key, name, title, description, tokenize='porter unicode61');
 CREATE VIRTUAL TABLE IF NOT EXISTS assertions_fts USING fts5(text, tokenize='porter unicode61');
 -- Rows with text in scripts written without spaces (CJK, kana, Hangul, Thai), searched by substring

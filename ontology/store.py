@@ -153,8 +153,18 @@ class GraphWriter:
                 conn.execute("DELETE FROM relations WHERE source_id=?", (source_id,))
             conn.executemany("INSERT OR IGNORE INTO relations(src, dst, kind, source_id) VALUES(?,?,?,?)",
                              [(r.src, r.dst, r.kind, source_id) for r in extraction.relations])
+            if artifact.kind in (Kind.MEMORY, Kind.MEMORY_INDEX):
+                self._keep_memory_file(artifact, extraction, source_id, artifact_id, ts)
         self._reweigh(touched | set(observed), ts)
         return Applied(artifact_id, version, current, len(observed), len(touched))
+
+    def _keep_memory_file(self, artifact: Artifact, extraction: Extraction, source_id: int, artifact_id: int,
+                          ts: str) -> None:
+        """The newest version of a memory file (or the index) is what the projection shows verbatim."""
+        concept = extraction.concepts[0].key if artifact.kind is Kind.MEMORY and extraction.concepts else None
+        self.conn.execute("INSERT OR REPLACE INTO memory_files(filename, kind, concept, source_id, artifact_id, "
+                          "timestamp, text) VALUES(?,?,?,?,?,?,?)",
+                          (artifact.filename, artifact.kind.value, concept, source_id, artifact_id, ts, artifact.text))
 
     def _upsert_concept(self, decl: ConceptDecl, ts: str) -> int:
         conn = self.conn

@@ -1,46 +1,53 @@
-"""Render MEMORY.md within budget, by construction (CONTRACT §8), and the topic files. Pure.
+"""Render MEMORY.md within budget, by construction (CONTRACT §8). Pure.
 
 Invariant (render = charge): `render_memory` is the one function that decides what fits; it charges
-every line's UTF-8 bytes (plus its newline) against the budget as it appends it, reserves the
-closing line before spending, and keeps a reserved share for disputed (CONTESTED / CONTRADICTORY)
-assertions even when concepts crowd in. The result never exceeds MAX_LINES lines and MAX_BYTES
-bytes. Same snapshot, same bytes.
+every line's UTF-8 bytes (plus its newline) as it takes it, reserves the closing line before spending,
+and cuts by priority, never by name: user and feedback rules first, then the host's own index in its
+order (verbatim, marks appended), then ranked additions. Never more than MAX_LINES lines and
+MAX_BYTES bytes. Same snapshot, same bytes.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from projection.hostindex import Block, BlockKind, parse_index
+
 # Claude Code loads the first 200 lines or 25,000 characters of MEMORY.md; 24,000 bytes leaves
 # margin for multi-byte characters and a harness that counts bytes.
 MAX_LINES = 200
 MAX_BYTES = 24_000
-# Share of the body kept for disputed assertions: they are what native memory loses first.
+# Without a host index: share of the body kept for disputed claims, what native memory loses first.
 DISPUTED_SHARE = 0.4
-# One entry never takes more than this, so one huge gist cannot starve the rest.
+# With a host index the author's lines come first; the disputed section stays short above them.
+INDEX_DISPUTED_MAX = 8
+INDEX_DISPUTED_SHARE = 0.15
+# One line of ours never takes more than this, so one huge gist cannot starve the rest (the host's
+# own index lines are kept whole: they are the author's words).
 MAX_LINE_BYTES = 400
+RULE_TYPES = frozenset({"user", "feedback"})
 
 
 @dataclass(frozen=True)
 class ConceptLine:
     key: str
+    file: str  # the topic file it links: the memory file's own name, else `<key>.md`
     title: str
     gist: str
-    label: str  # dominant label of its assertions
-    belief: float
-    assertions: int
+    type: str  # memory type (user, feedback, project, reference, memory) or section / ledger / document
+    marks: str = ""  # what other sources add ("2 disputed · 1 confirmed"); "" when nothing does
+
+    @property
+    def rule(self) -> bool:
+        return self.type in RULE_TYPES
 
 
 @dataclass(frozen=True)
 class DisputedLine:
-    concept: str
+    file: str  # topic file of the concept it belongs to
     text: str
     status: str
-    n_for: int
-    n_against: int
-    belief: float
-    plausibility: float
-    sides: str  # short "for: a, b / against: c"
+    sides: str  # "for: a.md 2026-03-01 / against: b.md 2026-03-29": the sources, not their kinds
 
 
 @dataclass(frozen=True)
@@ -48,8 +55,11 @@ class MemorySnapshot:
     ontology: str
     generated: str
     counts: dict[str, int]
-    concepts: list[ConceptLine] = field(default_factory=list)  # ranked, best first
-    disputed: list[DisputedLine] = field(default_factory=list)  # most conflicted first
+    # Rules (user, feedback) first, then the rest, each ranked; with a host index only what it does not link.
+    concepts: list[ConceptLine] = field(default_factory=list)
+    disputed: list[DisputedLine] = field(default_factory=list)  # real disputes, most conflicted first
+    host_index: str | None = None  # the newest MEMORY.md the host wrote, verbatim
+    indexed: dict[str, ConceptLine] = field(default_factory=dict)  # file name an index line links -> its concept
     # How many there are in all, when the lists above were cut to what a MEMORY.md could ever show.
     concepts_total: int | None = None
     disputed_total: int | None = None
@@ -73,169 +83,201 @@ def clip(text: str, limit: int = MAX_LINE_BYTES) -> str:
 
 
 class _Budget:
-    """Lines and bytes spent so far; every line is charged on its encoded size as it is added."""
+    """Lines and bytes spent so far; every line is charged on its encoded size as it is taken."""
 
-    def __init__(self, lines: int, size: int) -> None:
-        self.lines, self.bytes = lines, size
-        self.out: list[str] = []
+    def __init__(self, lines: int, size: int, reserve: str) -> None:
+        # The closing line is reserved up front, at its worst-case length.
+        self.lines, self.bytes = lines - 1, size - self.cost(reserve)
+        self.n_lines = 0
         self.used = 0
 
     @staticmethod
     def cost(line: str) -> int:
         return len(line.encode("utf-8")) + 1  # the newline that follows it
 
-    def fits(self, line: str, keep_lines: int = 0, keep_bytes: int = 0) -> bool:
-        return len(self.out) + 1 + keep_lines <= self.lines and self.used + self.cost(line) + keep_bytes <= self.bytes
+    def fits(self, lines: list[str] | tuple[str, ...], byte_cap: int | None = None, line_cap: int | None = None) -> bool:
+        size = sum(self.cost(line) for line in lines)
+        return (self.n_lines + len(lines) <= min(self.lines, line_cap if line_cap is not None else self.lines)
+                and self.used + size <= min(self.bytes, byte_cap if byte_cap is not None else self.bytes))
 
-    def add(self, line: str) -> None:
-        self.out.append(line)
-        self.used += self.cost(line)
+    def take(self, lines: list[str] | tuple[str, ...]) -> None:
+        self.n_lines += len(lines)
+        self.used += sum(self.cost(line) for line in lines)
+
+
+def _marks(marks: str) -> str:
+    return f" ⟨kg: {marks}⟩" if marks else ""
 
 
 def _concept_line(c: ConceptLine) -> str:
-    return clip(f"- [{c.title}]({c.key}.md) — {c.gist} · {c.label} · bel {c.belief:.2f} · {c.assertions} claims")
+    gist = f" — {c.gist}" if c.gist else ""
+    return clip(f"- [{c.title}]({c.file}){gist}") + _marks(c.marks)
 
 
 def _disputed_line(d: DisputedLine) -> str:
-    return clip(f"- **{d.status}** {d.text} — {d.n_for} for / {d.n_against} against "
-                f"(bel {d.belief:.2f}, pl {d.plausibility:.2f}; {d.sides}) → [{d.concept}]({d.concept}.md)")
+    return clip(f"- **{d.status}** “{d.text}” — {d.sides} (topic: {d.file})")
 
 
-def _footer(hidden_concepts: int, hidden_disputed: int) -> str:
-    return (f"_Not shown: {hidden_concepts} concepts, {hidden_disputed} disputed claims. Every concept has a "
-            f"topic file here (<key>.md); search with `kgbridge search` or MCP kg_search / kg_concept / kg_contested._")
+def _footer(hidden_entries: int, hidden_concepts: int, hidden_disputed: int) -> str:
+    entries = f"{hidden_entries} index entries, " if hidden_entries else ""
+    return (f"_Not shown: {entries}{hidden_concepts} concepts, {hidden_disputed} disputed claims. Every memory file "
+            f"is here under its own name (with its evidence at the end); search with `kgbridge search` or MCP "
+            f"kg_search / kg_concept / kg_contested._")
+
+
+def _header(snap: MemorySnapshot, indexed: bool) -> list[str]:
+    c = snap.counts
+    if indexed:
+        return [clip(f"> kgbridge ({snap.ontology}): your index below, verbatim; ⟨kg: …⟩ marks what other sources "
+                     f"add. {c.get('concepts', 0)} concepts, {snap.n_disputed} disputed claims; generated "
+                     f"{snap.generated}.")]
+    return [
+        f"# Memory: {clip(snap.ontology, 120)} (kgbridge)",
+        clip(f"{c.get('concepts', 0)} concepts · {c.get('assertions', 0)} claims · {snap.n_disputed} disputed · "
+             f"generated {snap.generated}"),
+        "Marks ⟨kg: …⟩ say what independent sources add (Dempster–Shafer); disputed claims name both sides.",
+    ]
 
 
 def render_memory(snap: MemorySnapshot, max_lines: int = MAX_LINES, max_bytes: int = MAX_BYTES) -> str:
-    budget = _Budget(max_lines, max_bytes)
-    c = snap.counts
-    header = [
-        f"# Memory: {clip(snap.ontology, 120)} (kgbridge)",
-        clip(f"{c.get('concepts', 0)} concepts · {c.get('assertions', 0)} claims · {c.get('CONTESTED', 0)} contested · "
-             f"{c.get('CONTRADICTORY', 0)} contradictory · {c.get('AFFIRMATIVE', 0)} affirmed · generated {snap.generated}"),
-        "Labels come from independent sources (Dempster–Shafer); disputed claims keep both sides.",
-    ]
-    footer_worst = _footer(snap.n_concepts, snap.n_disputed)
-    keep_lines, keep_bytes = 1, budget.cost(footer_worst)
-    for line in header:
-        if budget.fits(line, keep_lines, keep_bytes):
-            budget.add(line)
+    if snap.host_index is not None and snap.host_index.strip():
+        return _render_with_index(snap, max_lines, max_bytes)
+    return _render_ranked(snap, max_lines, max_bytes)
 
-    shown_disputed = 0
-    shown_concepts = 0
-    section_cost = 2  # a blank line and a heading per section
 
-    def add_disputed(limit_bytes: int, limit_lines: int) -> None:
-        nonlocal shown_disputed
-        if shown_disputed == 0 and snap.disputed:
-            for line in ("", "## Disputed: the evidence disagrees"):
-                if budget.fits(line, keep_lines, keep_bytes):
-                    budget.add(line)
-        while shown_disputed < len(snap.disputed):
-            line = _disputed_line(snap.disputed[shown_disputed])
-            if budget.used + budget.cost(line) > limit_bytes or len(budget.out) + 1 > limit_lines:
-                return
-            if not budget.fits(line, keep_lines, keep_bytes):
-                return
-            budget.add(line)
-            shown_disputed += 1
+def _take_disputed(snap: MemorySnapshot, budget: _Budget, shown: int, out: list[str], byte_cap: int,
+                   line_cap: int, count_cap: int) -> int:
+    """Append disputed lines from `shown` on while they fit the caps; returns how many are shown."""
+    if shown == 0 and snap.disputed:
+        first = ["", "## Disputed: sources disagree", _disputed_line(snap.disputed[0])]
+        if not budget.fits(first, byte_cap, line_cap):
+            return 0
+        budget.take(first)
+        out += first
+        shown = 1
+    while shown < min(len(snap.disputed), count_cap):
+        line = _disputed_line(snap.disputed[shown])
+        if not budget.fits([line], byte_cap, line_cap):
+            break
+        budget.take([line])
+        out.append(line)
+        shown += 1
+    return shown
 
-    body_bytes = max_bytes - budget.used - keep_bytes
-    body_lines = max_lines - len(budget.out) - keep_lines
+
+def _take_concepts(concepts: list[ConceptLine], heading: str, budget: _Budget, out: list[str]) -> int:
+    shown = 0
+    for c in concepts:
+        lines = [_concept_line(c)] if shown else ["", heading, _concept_line(c)]
+        if not budget.fits(lines):
+            break
+        budget.take(lines)
+        out += lines
+        shown += 1
+    return shown
+
+
+def _render_ranked(snap: MemorySnapshot, max_lines: int, max_bytes: int) -> str:
+    budget = _Budget(max_lines, max_bytes, _footer(0, snap.n_concepts, snap.n_disputed))
+    out: list[str] = []
+    for line in _header(snap, indexed=False):
+        if budget.fits([line]):
+            budget.take([line])
+            out.append(line)
+    body_bytes, body_lines = budget.bytes - budget.used, budget.lines - budget.n_lines
     # 1. disputed, up to its reserved share
-    add_disputed(budget.used + int(body_bytes * DISPUTED_SHARE), len(budget.out) + section_cost + int(body_lines * DISPUTED_SHARE))
-    # 2. concepts, as many as fit in what is left
-    if snap.concepts:
-        for line in ("", "## Concepts, most grounded and connected first"):
-            if budget.fits(line, keep_lines + 1, keep_bytes):
-                budget.add(line)
-        while shown_concepts < len(snap.concepts):
-            line = _concept_line(snap.concepts[shown_concepts])
-            if not budget.fits(line, keep_lines, keep_bytes):
-                break
-            budget.add(line)
-            shown_concepts += 1
+    shown_disputed = _take_disputed(snap, budget, 0, out, budget.used + int(body_bytes * DISPUTED_SHARE),
+                                    budget.n_lines + 2 + int(body_lines * DISPUTED_SHARE), len(snap.disputed))
+    # 2. rules first, then the rest, ranked, as many as fit
+    rules = [c for c in snap.concepts if c.rule]
+    rest = [c for c in snap.concepts if not c.rule]
+    shown = _take_concepts(rules, "## Rules: user and feedback memories", budget, out)
+    if shown == len(rules):
+        shown += _take_concepts(rest, "## Memory, most grounded and connected first", budget, out)
     # 3. leftover space goes back to disputed claims
-    if shown_concepts == snap.n_concepts:
-        add_disputed(max_bytes, max_lines)
-    budget.out.append(_footer(snap.n_concepts - shown_concepts, snap.n_disputed - shown_disputed))
-    return "\n".join(budget.out) + "\n"
+    if shown == snap.n_concepts:
+        shown_disputed = _take_disputed(snap, budget, shown_disputed, out, max_bytes, max_lines, len(snap.disputed))
+    out.append(_footer(0, snap.n_concepts - shown, snap.n_disputed - shown_disputed))
+    return "\n".join(out) + "\n"
 
 
-def render_topic(concept: dict) -> str:
-    """One concept's topic file: frontmatter, assertions by label with evidence, shifts, relations."""
-    labels = ("CONTESTED", "CONTRADICTORY", "AFFIRMATIVE", "INSUFFICIENT_DATA")
-    by_label: dict[str, list[dict]] = {label: [] for label in labels}
-    for a in concept["assertions"]:
-        by_label.setdefault(a["status"], []).append(a)
-    desc = (concept.get("description") or concept.get("title") or concept["key"]).replace('"', "'")
-    lines = ["---", f"name: {concept['key']}", f'description: "{clip(desc, 300)}"', f"type: {concept['type']}"]
-    lines += [f"{label.lower()}: {len(by_label[label])}" for label in labels]
-    lines += ["---", f"# {concept.get('title') or concept['name']}", ""]
-    if concept.get("description"):
-        lines += [concept["description"], ""]
-    for label in labels:
-        if not by_label[label]:
+def _entry_lines(block: Block, snap: MemorySnapshot) -> tuple[str, ...]:
+    """The block's own lines; an entry whose file the evidence says something about gets a mark."""
+    concept = snap.indexed.get(block.target) if block.target else None
+    if block.kind is not BlockKind.ENTRY or concept is None or not concept.marks:
+        return block.lines
+    return (block.lines[0] + _marks(concept.marks), *block.lines[1:])
+
+
+def _is_rule(block: Block, snap: MemorySnapshot) -> bool:
+    if block.kind is not BlockKind.ENTRY:
+        return False
+    concept = snap.indexed.get(block.target) if block.target else None
+    return block.rule_heading or (concept is not None and concept.rule)
+
+
+def _render_with_index(snap: MemorySnapshot, max_lines: int, max_bytes: int) -> str:
+    blocks = parse_index(snap.host_index or "")
+    lines = [_entry_lines(b, snap) for b in blocks]
+    entries = [i for i, b in enumerate(blocks) if b.kind is BlockKind.ENTRY]
+    # Two lines and bytes held back for the blank lines around the host's index (after the disputed
+    # section, before the footer), so they are charged too.
+    budget = _Budget(max_lines - 2, max_bytes - 2, _footer(len(entries), snap.n_concepts, snap.n_disputed))
+    header = _header(snap, indexed=True)
+    if budget.fits(header):
+        budget.take(header)
+    else:
+        header = []
+    # Each block carries the blank lines right before it; an entry carries its heading, once.
+    lead: dict[int, list[int]] = {}
+    heading_of: dict[int, int] = {}
+    pending: list[int] = []
+    last_heading: int | None = None
+    for i, b in enumerate(blocks):
+        if b.kind is BlockKind.BLANK:
+            pending.append(i)
             continue
-        lines.append(f"## {label} ({len(by_label[label])})")
-        for a in by_label[label]:
-            lines.append(f"- {a['text']}  ")
-            lines.append(f"  bel {a['belief']:.2f} · pl {a['plausibility']:.2f} · conflict {a['conflict']:.2f} · "
-                         f"{a['n_for']} for / {a['n_against']} against")
-            for s in a["sources"]:
-                implied = " (implied by an alternative)" if s["implied"] else ""
-                lines.append(f"  - {s['stance']}: {s['source_kind']} `{s['source']}` v{s['version']} "
-                             f"{s['timestamp'][:10]}{implied}: {clip(s['text'], 200)}")
-            shifts = [h for h in a.get("history", [])]
-            if len({(h["source"], h["stance"]) for h in shifts}) > len({h["source"] for h in shifts}):
-                lines.append("  - history: " + "; ".join(
-                    f"{h['source']} v{h['version']} {h['stance']}" for h in shifts))
-        lines.append("")
-    rel = concept.get("relations", {})
-    links = sorted({r["concept"] for r in rel.get("out", [])} | {r["concept"] for r in rel.get("in", [])})
-    if links:
-        lines.append("## Related")
-        lines += [f"- [{key}]({key}.md)" for key in links]
-    return "\n".join(lines).rstrip() + "\n"
+        lead[i], pending = pending, []
+        if b.kind is BlockKind.HEADING:
+            last_heading = i
+        elif last_heading is not None:
+            heading_of[i] = last_heading
+    kept: set[int] = set()
 
+    def group(i: int) -> list[int]:
+        parts = []
+        h = heading_of.get(i)
+        if h is not None and h not in kept:
+            parts += [*lead[h], h]
+        return parts + [*lead[i], i]
 
-_LABEL_COUNTS = ("contested:", "contradictory:", "affirmative:", "insufficient_data:")
+    def keep(i: int) -> bool:
+        ids = group(i)
+        cost = [line for j in ids for line in lines[j]]
+        if not budget.fits(cost):
+            return False
+        budget.take(cost)
+        kept.update(ids)
+        return True
 
-
-def _topic_parts(text: str) -> tuple[dict[str, str], list[tuple[str, list[str]]]] | None:
-    """(frontmatter, [(assertion text, its indented evidence lines)]) of a rendered topic file."""
-    if not text.startswith("---\n"):
-        return None
-    head, sep, body = text[4:].partition("\n---\n")
-    if not sep or not all(any(ln.startswith(k) for ln in head.split("\n")) for k in _LABEL_COUNTS):
-        return None  # not one of our topic files
-    meta = {k.strip(): v.strip().strip('"') for k, _, v in (ln.partition(":") for ln in head.split("\n"))}
-    blocks: list[tuple[str, list[str]]] = []
-    section = ""
-    for line in body.split("\n"):
-        if line.startswith("## "):
-            section = line
-        elif line.startswith("- ") and section and not section.startswith("## Related"):
-            blocks.append((line[2:].rstrip(), []))
-        elif line.startswith("  ") and blocks:
-            blocks[-1][1].append(line)
-    return meta, blocks
-
-
-def topic_to_memory(original: str, edited: str, source: str) -> str | None:
-    """An edit made to a projected topic file, as the memory file its source now says.
-
-    Keeps the claims `source` itself supported that the edit left alone, plus every claim the edit
-    added or reworded; drops the evidence lines and other sources' claims (they are not this file's
-    to restate), so saving through the projection neither inflates evidence nor loses the change.
-    None when `original` is not a rendered topic file.
-    """
-    before, after = _topic_parts(original), _topic_parts(edited)
-    if before is None or after is None:
-        return None
-    meta, blocks = after
-    old_texts = {text for text, _ in before[1]}
-    kept = [text for text, evidence in blocks
-            if text not in old_texts or any(ln.strip().startswith("- for:") and f"`{source}`" in ln for ln in evidence)]
-    head = [f"name: {meta.get('name', '')}", f'description: "{meta.get("description", "")}"', f"type: {meta.get('type', 'project')}"]
-    return "---\n" + "\n".join(head) + "\n---\n" + "".join(f"- {text}\n" for text in kept)
+    # 1. the rules an agent must follow, 2. a short disputed section, 3. the rest of the index in its
+    # order, 4. what the index does not link, ranked.
+    for i in entries:
+        if _is_rule(blocks[i], snap):
+            keep(i)
+    disputed: list[str] = []
+    shown_disputed = _take_disputed(snap, budget, 0, disputed, budget.used + int(max_bytes * INDEX_DISPUTED_SHARE),
+                                    max_lines, INDEX_DISPUTED_MAX)
+    for i, b in enumerate(blocks):
+        if i not in kept and b.kind is not BlockKind.BLANK:
+            keep(i)
+    additions: list[str] = []
+    shown = _take_concepts(snap.concepts, "## Also in the knowledge graph (not in the index), ranked", budget,
+                           additions)
+    body = [line for i in sorted(kept) for line in lines[i]]
+    hidden_entries = sum(1 for i in entries if i not in kept)
+    footer = _footer(hidden_entries, snap.n_concepts - shown, snap.n_disputed - shown_disputed)
+    out = header + disputed + ([""] if disputed and body and body[0].strip() else []) + body + additions
+    if out and out[-1].strip():
+        out.append("")
+    return "\n".join([*out, footer]) + "\n"

@@ -1,19 +1,25 @@
-"""Read the graph into the plain data the renderer takes. Standard library only (the hook uses it
+"""Read the graph into the plain data the renderers take. Standard library only (the hook uses it
 for the SessionStart fallback), so it works on a plain sqlite3 connection.
 
-Invariant: callers pass a connection inside one read transaction, so a snapshot is consistent.
+Invariant: callers pass a connection inside one read transaction, so a snapshot is consistent. A
+memory file is named by its own file name everywhere (`memory_files`); other concepts by their key.
 """
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from pathlib import Path
 
 from ontology import queries
+from projection.hostindex import parse_index
 from projection.rank import ConceptStats, rank
 from projection.render import MAX_LINES, ConceptLine, DisputedLine, MemorySnapshot, clip
+from projection.topic import MemoryTopic, Stand, Voice
 
 MEMORY_NAME = "MEMORY.md"
+SIDE_CHARS = 160  # each side of a dispute names its sources within this many characters
+_NON_ALNUM = re.compile(r"[^a-z0-9]+")
 
 
 def graph_version(conn: sqlite3.Connection, database: Path) -> tuple[int, int, int]:
@@ -25,44 +31,142 @@ def graph_version(conn: sqlite3.Connection, database: Path) -> tuple[int, int, i
     return int(last), int(count), inode
 
 
+def source_name(identity: str) -> str:
+    """A source as a reader knows it: the file name, `ledger <session>`, or the document's name."""
+    kind, _, rest = identity.partition(":")
+    if kind == "memory":
+        return rest.rsplit("/", 1)[-1]
+    if kind == "ledger":
+        return f"ledger {rest.split('#', 1)[0]}"
+    return rest or identity
+
+
+def memory_files(conn: sqlite3.Connection) -> dict[str, str]:
+    """Memory file name -> its concept key, for every memory file the graph holds."""
+    return {r[0]: r[1] for r in conn.execute(
+        "SELECT filename, concept FROM memory_files WHERE kind = 'memory' AND concept IS NOT NULL "
+        "AND filename LIKE '%.md' AND filename != ? ORDER BY filename", (MEMORY_NAME,))}
+
+
+def host_index(conn: sqlite3.Connection) -> str | None:
+    row = conn.execute("SELECT text FROM memory_files WHERE kind = 'memory_index' AND filename = ?",
+                       (MEMORY_NAME,)).fetchone()
+    return row[0] if row else None
+
+
+def _loose(filename: str) -> str:
+    """`Feedback_X.md`, `feedback-x.md` and `feedback_x` name the same file in an index link."""
+    return _NON_ALNUM.sub("-", filename.lower().removesuffix(".md")).strip("-")
+
+
+def _marks(affirmed: int, contested: int, contradicted: int) -> str:
+    parts = [f"{contested} disputed" if contested else "", f"{contradicted} superseded" if contradicted else "",
+             f"{affirmed} confirmed" if affirmed else ""]
+    return " · ".join(p for p in parts if p)
+
+
+def _sides(rows: list[queries.EvidenceRow], stance: int) -> str:
+    names = ", ".join(f"{source_name(r.source)} {r.timestamp[:10]}" for r in rows if r.stance == stance)
+    return clip(names or "-", SIDE_CHARS)
+
+
 def memory_snapshot(conn: sqlite3.Connection, ontology: str, limit: int = MAX_LINES) -> MemorySnapshot:
-    """The ranked concepts and the most conflicted claims, at most `limit` of each: a MEMORY.md of
-    `limit` lines can never show more, so their evidence is not gathered; totals go to the footer."""
+    """Rules first, then the rest, ranked, and the most conflicted real disputes, at most `limit` of
+    each (a MEMORY.md of `limit` lines can never show more); the host's index verbatim, with the concept
+    each of its links reaches; totals go to the footer."""
     rows = conn.execute(
-        """SELECT c.key, coalesce(c.title, c.name), coalesce(c.description, ''), c.updated_at,
+        """SELECT c.key, coalesce(c.title, c.name), coalesce(c.description, ''), c.updated_at, c.type,
                   coalesce(sum(a.belief), 0), count(a.id),
                   coalesce(sum(a.status = 'AFFIRMATIVE'), 0), coalesce(sum(a.status = 'CONTESTED'), 0),
-                  coalesce(sum(a.status = 'CONTRADICTORY'), 0), coalesce(max(a.belief), 0),
+                  coalesce(sum(a.status = 'CONTRADICTORY'), 0),
                   (SELECT a2.text FROM assertions a2 WHERE a2.concept_id = c.id ORDER BY a2.belief DESC, a2.id LIMIT 1)
            FROM concepts c LEFT JOIN assertions a ON a.concept_id = c.id GROUP BY c.id""").fetchall()
     degree = {r[0]: r[1] for r in conn.execute(
         """SELECT k, count(DISTINCT other) FROM (SELECT src AS k, dst AS other FROM relations
            UNION ALL SELECT dst, src FROM relations) GROUP BY k""")}
-    by_key = {r[0]: r for r in rows}
-    ranked = rank([ConceptStats(r[0], float(r[4]), degree.get(r[0], 0), r[3]) for r in rows])
-    lines = []
-    for stats in ranked[:limit]:
-        r = by_key[stats.key]
-        label = ("CONTESTED" if r[7] else "CONTRADICTORY" if r[8] else "AFFIRMATIVE" if r[6]
-                 else "INSUFFICIENT_DATA" if r[5] else "no claims")
-        lines.append(ConceptLine(r[0], clip(r[1], 120), clip(r[2] or r[10] or "", 200), label, float(r[9]), int(r[5])))
-    disputed = []
-    disputes = conn.execute(
-        """SELECT a.id, c.key, a.text, a.status, a.n_for, a.n_against, a.belief, a.plausibility
-           FROM assertions a JOIN concepts c ON c.id = a.concept_id
-           WHERE a.status IN ('CONTESTED', 'CONTRADICTORY') ORDER BY a.conflict DESC, a.id LIMIT ?""",
-        (limit,)).fetchall()
+    files = memory_files(conn)
+    file_of: dict[str, str] = {}
+    for filename, key in files.items():
+        file_of.setdefault(key, filename)
+    lines: dict[str, ConceptLine] = {}
+    stats = []
+    for r in rows:
+        if not r[6] and r[0] not in file_of:
+            continue  # a bare hint (section name) with no claims and no file says nothing
+        lines[r[0]] = ConceptLine(r[0], file_of.get(r[0], f"{r[0]}.md"), clip(r[1], 120), clip(r[2] or r[10] or "", 200),
+                                  r[4], _marks(int(r[7]), int(r[8]), int(r[9])))
+        stats.append(ConceptStats(r[0], float(r[5]), degree.get(r[0], 0), r[3]))
+    index = host_index(conn)
+    indexed: dict[str, ConceptLine] = {}
+    if index is not None:
+        by_loose = {_loose(name): name for name in files}
+        for block in parse_index(index):
+            name = by_loose.get(_loose(block.target)) if block.target else None
+            if name is not None and files[name] in lines:
+                indexed[block.target] = lines[files[name]]  # type: ignore[index]
+    linked = {c.key for c in indexed.values()}
+    ranked = [lines[s.key] for s in rank(stats) if s.key not in linked]
+    ordered = [c for c in ranked if c.rule] + [c for c in ranked if not c.rule]
+    real = "a.status IN ('CONTESTED', 'CONTRADICTORY') AND a.n_for > 0 AND a.n_against > 0"
+    # One line per dispute: the values of one slot ("db: postgres" / "db: mysql") are one disagreement.
+    disputes, slots = [], set()
+    for a in conn.execute(f"""SELECT a.id, c.key, a.text, a.status, a.slot FROM assertions a
+                              JOIN concepts c ON c.id = a.concept_id WHERE {real} ORDER BY a.conflict DESC, a.id"""):
+        if len(disputes) == limit:
+            break
+        if a[4] is None or a[4] not in slots:
+            slots.add(a[4])
+            disputes.append(a)
     evidence = queries.evidence_for(conn, [a[0] for a in disputes])
-    for a in disputes:
-        sides = evidence[a[0]]
-        pro = ", ".join(s.source_kind for s in sides if s.stance > 0)[:80]
-        con = ", ".join(s.source_kind for s in sides if s.stance < 0)[:80]
-        disputed.append(DisputedLine(a[1], clip(a[2], 200), a[3], a[4], a[5], a[6], a[7],
-                                     f"for: {pro or '-'} / against: {con or '-'}"))
+    disputed = [DisputedLine(file_of.get(a[1], f"{a[1]}.md"), clip(a[2], 200), a[3],
+                             f"for: {_sides(evidence[a[0]], 1)} / against: {_sides(evidence[a[0]], -1)}")
+                for a in disputes]
+    n_disputed = conn.execute(f"SELECT count(DISTINCT coalesce(a.slot, '#' || a.id)) FROM assertions a "
+                              f"WHERE {real}").fetchone()[0]
     counts = queries.counts(conn)
     generated = max((r[3] for r in rows), default="")
     return MemorySnapshot(ontology, generated, {"concepts": counts["concepts"], "assertions": counts["assertions"],
-                                                **counts["by_status"]}, lines, disputed,
-                          concepts_total=len(ranked),
-                          disputed_total=counts["by_status"].get("CONTESTED", 0)
-                          + counts["by_status"].get("CONTRADICTORY", 0))
+                                                **counts["by_status"]}, ordered[:limit], disputed,
+                          host_index=index, indexed=indexed, concepts_total=len(ordered), disputed_total=n_disputed)
+
+
+_ORDER = {Stand.SUPERSEDES: 0, Stand.DISPUTES: 1, Stand.AGREES: 2, Stand.ADDS: 3}
+
+
+def memory_topic(conn: sqlite3.Connection, filename: str) -> MemoryTopic | None:
+    """A memory file's newest text and what every other source says about its claims and subject."""
+    row = conn.execute("SELECT m.concept, m.source_id, m.text, s.identity FROM memory_files m JOIN sources s "
+                       "ON s.id = m.source_id WHERE m.filename = ? AND m.kind = 'memory'", (filename,)).fetchone()
+    if row is None:
+        return None
+    key, source_id, text, identity = row
+    ids = {r[0] for r in conn.execute("SELECT assertion_id FROM stances WHERE source_id = ?", (source_id,))}
+    ids |= {r[0] for r in conn.execute("SELECT a.id FROM assertions a JOIN concepts c ON c.id = a.concept_id "
+                                       "WHERE c.key = ?", (key,))}
+    texts = {r[0]: r[1] for r in conn.execute(
+        f"SELECT id, text FROM assertions WHERE id IN ({','.join('?' * len(ids))})", sorted(ids))} if ids else {}
+    voices: list[Voice] = []
+    alone = 0
+    for aid, rows in sorted(queries.evidence_for(conn, ids).items()):
+        own = next((r for r in rows if r.source == identity), None)
+        others = [r for r in rows if r.source != identity]
+        if own is not None and not others:
+            alone += 1
+        for other in others:
+            stand = (Stand.ADDS if own is None else Stand.AGREES if other.stance == own.stance
+                     else Stand.SUPERSEDES if other.timestamp > own.timestamp else Stand.DISPUTES)
+            voices.append(Voice(stand, texts.get(aid, ""), other.text, source_name(other.source), other.timestamp[:10]))
+    voices.sort(key=lambda v: (v.source, v.said))
+    voices.sort(key=lambda v: v.date, reverse=True)  # newest first within each stand (sorts are stable)
+    voices.sort(key=lambda v: _ORDER[v.stand])
+    versions = [(int(r[0]), r[1][:10]) for r in conn.execute(
+        "SELECT version, timestamp FROM artifacts WHERE source_id = ? ORDER BY timestamp DESC, version DESC",
+        (source_id,))]
+    dropped: dict[str, int] = {}
+    for version, said in conn.execute(
+            """SELECT ar.version, a.text FROM stance_history h JOIN artifacts ar ON ar.id = h.artifact_id
+               JOIN assertions a ON a.id = h.assertion_id WHERE h.source_id = ? AND h.stance = 0
+               AND h.assertion_id NOT IN (SELECT assertion_id FROM stances WHERE source_id = ?)
+               ORDER BY h.timestamp DESC, h.id DESC""", (source_id, source_id)):
+        dropped.setdefault(said, int(version))
+    return MemoryTopic(filename, key, text, voices, versions, [(v, t) for t, v in dropped.items()], alone)

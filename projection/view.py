@@ -2,7 +2,8 @@
 
 Invariant: a rendered file is reused only while the graph is unchanged (a stat stamp of graph.db
 and its WAL, then the graph version: last artifact id, artifact count, database inode), so a new
-ingest shows up on the next read and nothing stale is ever served.
+ingest shows up on the next read and nothing stale is ever served. Names: MEMORY.md, each memory
+file under its own name, every other concept as `<key>.md`.
 """
 
 from __future__ import annotations
@@ -13,18 +14,21 @@ from pathlib import Path
 
 from ontology import queries
 from ontology.ingest import Ontology
-from projection.render import render_memory, render_topic
-from projection.snapshot import MEMORY_NAME, graph_version, memory_snapshot
+from projection.render import render_memory
+from projection.snapshot import MEMORY_NAME, graph_version, memory_files, memory_snapshot, memory_topic
+from projection.topic import render_memory_topic, render_topic
 
 
 class ProjectionView:
-    """The projected files of one ontology: MEMORY.md plus `<concept key>.md`, rendered on demand."""
+    """The projected files of one ontology: MEMORY.md, the memory files, `<concept key>.md`."""
 
     def __init__(self, ontology: Ontology) -> None:
         self.ontology = ontology
         self._lock = threading.Lock()
         self._version: tuple[int, int, int] | None = None
-        self._keys: list[str] = []
+        self._files: dict[str, str] = {}  # memory file name -> concept key
+        self._file_of: dict[str, str] = {}  # concept key -> its memory file's name (first by name)
+        self._keys: list[str] = []  # concepts without a memory file of their own
         self._cache: dict[str, bytes] = {}
         self._last_stamp: tuple[object, ...] = ()
 
@@ -43,7 +47,12 @@ class ProjectionView:
         version = graph_version(conn, self.ontology.paths.database)
         if version != self._version:
             self._version = version
-            self._keys = [r[0] for r in conn.execute("SELECT key FROM concepts ORDER BY key")]
+            self._files = memory_files(conn)
+            self._file_of = {}
+            for name, key in self._files.items():
+                self._file_of.setdefault(key, name)
+            self._keys = [r[0] for r in conn.execute("SELECT key FROM concepts ORDER BY key")
+                          if r[0] not in self._file_of and f"{r[0]}.md" not in self._files]
             self._cache = {}
 
     def _fresh(self) -> bool:
@@ -59,7 +68,8 @@ class ProjectionView:
             if not self._fresh():
                 with self.ontology.reader() as conn:
                     self._refresh(conn)
-            return [MEMORY_NAME] + [f"{key}.md" for key in self._keys if f"{key}.md" != MEMORY_NAME]
+            topics = [*self._files, *(f"{key}.md" for key in self._keys)]
+            return [MEMORY_NAME, *sorted(n for n in topics if n != MEMORY_NAME)]
 
     def read(self, name: str) -> bytes | None:
         """The file's current bytes, or None if the projection has no such file."""
@@ -75,13 +85,15 @@ class ProjectionView:
             self._refresh(conn)
             if name in self._cache:
                 return self._cache[name]
+            data: bytes | None = None
             if name == MEMORY_NAME:
                 data = render_memory(memory_snapshot(conn, self.ontology.slug)).encode("utf-8")
-            elif name.endswith(".md") and name[:-3] in self._keys:
+            elif name in self._files:
+                topic = memory_topic(conn, name)
+                data = render_memory_topic(topic).encode("utf-8") if topic else None
+            elif name[:-3] in self._keys:
                 concept = queries.concept(conn, name[:-3])
-                data = render_topic(concept).encode("utf-8") if concept else None
-            else:
-                return None
+                data = render_topic(concept, self._file_of).encode("utf-8") if concept else None
             if data is not None:
                 self._cache[name] = data
             return data

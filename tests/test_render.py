@@ -17,10 +17,13 @@ def _text(seed: int, length: int) -> str:
 
 
 def snapshot(n_concepts: int, n_disputed: int, gist_len: int, seed: int) -> MemorySnapshot:
-    concepts = [ConceptLine(f"c-{i}", _text(seed + i, 10), _text(seed + i, gist_len), "AFFIRMATIVE", 0.5, 3)
+    concepts = [ConceptLine(f"c-{i}", f"c_{i}.md", _text(seed + i, 10), _text(seed + i, gist_len),
+                            "feedback" if i % 5 == 0 else "project", "2 confirmed" if i % 3 else "")
                 for i in range(n_concepts)]
-    disputed = [DisputedLine(f"c-{i % max(n_concepts, 1)}", _text(seed * 3 + i, gist_len), "CONTESTED", 2, 1,
-                             0.4, 0.6, "for: ledger, feedback / against: ledger") for i in range(n_disputed)]
+    concepts = [c for c in concepts if c.rule] + [c for c in concepts if not c.rule]
+    disputed = [DisputedLine(f"c_{i % max(n_concepts, 1)}.md", _text(seed * 3 + i, gist_len), "CONTESTED",
+                             "for: a.md 2026-03-01, ledger s1 2026-03-02 / against: b.md 2026-03-05")
+                for i in range(n_disputed)]
     return MemorySnapshot("shop", "2026-11-29T00:00:00Z", {"concepts": n_concepts, "CONTESTED": n_disputed},
                           concepts, disputed)
 
@@ -50,7 +53,7 @@ def test_ten_thousand_concepts_and_thousands_of_contested_with_huge_unicode_gist
     snap = snapshot(10_000, 5_000, 5_000, 3)
     text = render_memory(snap)
     _check(text, snap)
-    assert "## Disputed" in text and "## Concepts" in text
+    assert "## Disputed" in text and "## Rules" in text  # 2,000 rules leave no room for the rest
 
 
 def test_contested_keep_their_place_when_concepts_crowd_in():
@@ -105,3 +108,71 @@ def test_a_snapshot_cut_to_what_fits_renders_exactly_as_the_whole_graph(root):
     assert len(cut.disputed) == MAX_LINES < len(whole.disputed) == cut.n_disputed
     assert render_memory(cut) == render_memory(whole)
     assert render_memory(cut, max_bytes=10_000) == render_memory(whole, max_bytes=10_000)
+
+
+def test_without_a_host_index_rules_come_first_and_single_source_claims_carry_no_label():
+    snap = snapshot(300, 0, 40, 4)
+    text = render_memory(snap)
+    lines = [ln for ln in text.splitlines() if ln.startswith("- [")]
+    numbers = [int(ln.split("(c_")[1].split(".md")[0]) for ln in lines]
+    is_rule = [n % 5 == 0 for n in numbers]
+    assert is_rule[:60] == [True] * 60 and not any(is_rule[60:]), "every rule before the first project note"
+    assert "INSUFFICIENT_DATA" not in text and "bel " not in text
+    assert any("⟨kg: 2 confirmed⟩" in ln for ln in lines) and any("⟨kg" not in ln for ln in lines)
+
+
+def _host_index(n_feedback: int, n_project: int, hook: str) -> str:
+    out = ["# Memory", "", "## Project"]
+    out += [f"- [Project {i}](project_{i}.md) — {hook} {i}" for i in range(n_project)]
+    out += ["", "## Feedback"]
+    out += [f"- [Rule {i}](feedback_{i}.md) — never {hook} {i}" for i in range(n_feedback)]
+    return "\n".join(out) + "\n"
+
+
+def _indexed_snapshot(index: str, n_feedback: int, marks: str = "") -> MemorySnapshot:
+    indexed = {f"feedback_{i}.md": ConceptLine(f"feedback-{i}", f"feedback_{i}.md", f"Rule {i}", "", "feedback", marks)
+               for i in range(n_feedback)}
+    extra = [ConceptLine(f"ledger-{i}", f"ledger-{i}.md", f"Ledger {i}", "from a session", "section") for i in range(50)]
+    return MemorySnapshot("shop", "2026-11-29T00:00:00Z", {"concepts": 100}, extra, [], host_index=index,
+                          indexed=indexed)
+
+
+def test_a_host_index_that_fits_is_kept_verbatim_with_marks_and_additions_below():
+    index = _host_index(5, 20, "keeps its hook")
+    text = render_memory(_indexed_snapshot(index, 5, marks="1 disputed"))
+    out = text.splitlines()
+    for line in index.splitlines():
+        assert line in out or f"{line} ⟨kg: 1 disputed⟩" in out, line
+    assert out.index("## Project") < out.index("## Feedback"), "the author's order is kept"
+    assert "- [Rule 0](feedback_0.md) — never keeps its hook 0 ⟨kg: 1 disputed⟩" in out
+    additions = out.index("## Also in the knowledge graph (not in the index), ranked")
+    assert additions > out.index("## Feedback") and "- [Ledger 0](ledger-0.md) — from a session" in out
+    targets = [ln.split("](")[1].split(")")[0] for ln in out if ln.startswith("- [")]
+    assert len(targets) == len(set(targets)), "no entry twice"
+
+
+def test_an_index_over_budget_is_cut_by_priority_rules_first_never_by_name():
+    index = _host_index(30, 400, "a long hook that takes room " * 3)
+    snap = _indexed_snapshot(index, 30)
+    text = render_memory(snap)
+    data = text.encode()
+    assert len(data) <= MAX_BYTES and len(text.splitlines()) <= MAX_LINES
+    assert all(f"](feedback_{i}.md)" in text for i in range(30)), "every rule survives the cut"
+    assert "](project_0.md)" in text and "](project_399.md)" not in text, "the rest in the index's order"
+    shown = sum(1 for i in range(400) if f"](project_{i}.md)" in text)
+    assert text.splitlines()[-1].startswith(f"_Not shown: {400 - shown} index entries, 50 concepts")
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 120), st.integers(0, 400), st.integers(1, 300), st.integers(0, 300), st.integers(0, 50))
+def test_memory_with_a_host_index_stays_within_budget(n_feedback, n_project, hook_len, n_disputed, seed):
+    index = _host_index(n_feedback, n_project, _text(seed, hook_len))
+    snap = _indexed_snapshot(index, n_feedback, marks="2 confirmed")
+    snap = MemorySnapshot(snap.ontology, snap.generated, snap.counts, snap.concepts,
+                          [DisputedLine("x.md", _text(seed + i, hook_len), "CONTESTED", "for: a.md / against: b.md")
+                           for i in range(n_disputed)], host_index=index, indexed=snap.indexed)
+    text = render_memory(snap)
+    assert len(text.encode()) <= MAX_BYTES and len(text.splitlines()) <= MAX_LINES
+    assert text.splitlines()[-1].startswith("_Not shown:")
+    if len(index.encode()) + 2000 < MAX_BYTES and len(index.splitlines()) + 20 < MAX_LINES:
+        assert all(f"](feedback_{i}.md)" in text for i in range(n_feedback))

@@ -1,0 +1,79 @@
+"""The host's own MEMORY.md index, read into blocks the renderer can keep or cut whole. Pure.
+
+Invariant: joining every block's lines gives the index back line for line (nothing reworded); a block
+is a heading, a blank line, or an entry (a bullet with its indented continuation lines, or a run of
+plain text), and knows the local file it links, if any, and the heading it sits under.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+_HEADING_RE = re.compile(r"^\s{0,3}#{1,6}\s")
+_BULLET_RE = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s")
+_LINK_RE = re.compile(r"\[[^\]]*\]\(<?([^)\s>]+)>?\)")
+_WIKILINK_RE = re.compile(r"\[\[([^\]|#]+)(?:[#|][^\]]*)?\]\]")
+# Headings (and file-name prefixes) under which an index lists the rules an agent must follow.
+_RULE_WORDS = ("user", "feedback")
+
+
+class BlockKind(enum.Enum):
+    HEADING = "heading"
+    BLANK = "blank"
+    ENTRY = "entry"
+
+
+@dataclass(frozen=True)
+class Block:
+    kind: BlockKind
+    lines: tuple[str, ...]
+    target: str | None  # file name of the first local link (`feedback_x.md`), None when it links none
+    heading: str  # the nearest heading above it ("" before the first)
+
+    @property
+    def rule_heading(self) -> bool:
+        return any(word in self.heading.lower() for word in _RULE_WORDS)
+
+
+def link_target(line: str) -> str | None:
+    """The file name a line links to first (markdown link to a local file, else a wikilink)."""
+    for target in _LINK_RE.findall(line):
+        if "://" in target or target.startswith(("#", "mailto:")):
+            continue
+        name = PurePosixPath(target.split("#", 1)[0]).name
+        if name:
+            return name if "." in name else f"{name}.md"
+    wiki = _WIKILINK_RE.search(line)
+    return f"{wiki.group(1).strip()}.md" if wiki else None
+
+
+def parse_index(text: str) -> list[Block]:
+    blocks: list[Block] = []
+    heading = ""
+    current: list[str] = []
+
+    def close() -> None:
+        if current:
+            blocks.append(Block(BlockKind.ENTRY, tuple(current), link_target(" ".join(current)), heading))
+            current.clear()
+
+    for line in text.split("\n"):
+        if not line.strip():
+            close()
+            blocks.append(Block(BlockKind.BLANK, (line,), None, heading))
+        elif _HEADING_RE.match(line):
+            close()
+            heading = line.strip().lstrip("#").strip()
+            blocks.append(Block(BlockKind.HEADING, (line,), None, heading))
+        elif _BULLET_RE.match(line) or (current and not line[:1].isspace() and _BULLET_RE.match(current[0])):
+            close()  # a new bullet, or plain text after a bullet: a new entry either way
+            current.append(line)
+        else:
+            current.append(line)  # continuation of a wrapped bullet, or more of a plain paragraph
+    close()
+    while blocks and blocks[-1].kind is BlockKind.BLANK:  # the file's final newline is not a line
+        blocks.pop()
+    return blocks

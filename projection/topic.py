@@ -1,0 +1,165 @@
+"""Topic files: a memory file's own newest text plus a short evidence appendix, or a generated page
+for a concept learned from other channels (ledger, documents). Pure, standard library only.
+
+Invariant: a memory file's topic starts with its newest version exactly as written; everything from
+APPENDIX_MARKER on is ours, so `strip_appendix` of what the agent saw (edited or not) is the file as
+the agent means to save it: an edit through the mount becomes the next version of that same file.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+from projection.render import clip
+
+APPENDIX_MARKER = ("<!-- kgbridge: what other sources say, added by the projection. Edits above this line are "
+                   "saved as this file's next version. -->")
+# The appendix informs, it does not bury the file: at most this many claims of other sources, the
+# rest is one MCP call away.
+MAX_VOICES = 12
+MAX_DROPPED = 6
+CLAIM_CHARS = 160
+
+
+class Stand(enum.Enum):
+    """How another source stands to a claim of this file (or of its subject)."""
+
+    AGREES = "agrees"  # states the same claim
+    DISPUTES = "disputes"  # states the opposite or another value, no later than this file
+    SUPERSEDES = "supersedes"  # states the opposite or another value, later than this file
+    ADDS = "adds"  # a claim about this subject this file does not make
+
+
+@dataclass(frozen=True)
+class Voice:
+    stand: Stand
+    claim: str  # the claim as worded in the graph
+    said: str  # what the other source said
+    source: str  # display name: a file name, `ledger <session>`, a document name
+    date: str
+
+
+@dataclass(frozen=True)
+class MemoryTopic:
+    filename: str
+    key: str  # concept key (MCP kg_concept)
+    text: str  # the newest version, as written
+    voices: list[Voice] = field(default_factory=list)
+    versions: list[tuple[int, str]] = field(default_factory=list)  # (version, date), newest first
+    dropped: list[tuple[int, str]] = field(default_factory=list)  # claims earlier versions made, no longer made
+    own_claims: int = 0  # claims no other source speaks to
+
+
+def _quote(text: str) -> str:
+    return f"“{clip(text, CLAIM_CHARS)}”"
+
+
+def render_memory_topic(t: MemoryTopic) -> str:
+    lines = [t.text.rstrip("\n"), "", APPENDIX_MARKER, "## Evidence from other sources (kgbridge)"]
+    if not t.voices:
+        lines.append(f"- No other source speaks to this file's {t.own_claims} claims yet.")
+    for v in t.voices[:MAX_VOICES]:
+        lines.append(f"- {v.source} ({v.date}) {v.stand.value}: {_quote(v.said)}"
+                     + ("" if v.stand is Stand.ADDS or v.said == v.claim else f" on {_quote(v.claim)}"))
+    if len(t.voices) > MAX_VOICES:
+        lines.append(f"- … {len(t.voices) - MAX_VOICES} more: MCP kg_concept `{t.key}` or `kgbridge search`.")
+    if len(t.versions) > 1:
+        lines += ["", "## Earlier versions",
+                  "- " + " · ".join(f"v{n} {date}" + (" (shown above)" if i == 0 else "")
+                                    for i, (n, date) in enumerate(t.versions))]
+        lines += [f"- no longer says (since v{n}): {_quote(text)}" for n, text in t.dropped[:MAX_DROPPED]]
+    return "\n".join(lines) + "\n"
+
+
+def strip_appendix(text: str) -> str | None:
+    """The memory file an agent's view of a topic file stands for, or None if it has no appendix."""
+    at = text.rfind(APPENDIX_MARKER)
+    if at < 0:
+        return None
+    return text[:at].rstrip("\n") + "\n"
+
+
+def render_topic(concept: dict, files: dict[str, str] | None = None) -> str:
+    """A concept without a memory file of its own: frontmatter, assertions by label with evidence,
+    shifts, relations (linked by the memory file's own name where the related concept has one)."""
+    files = files or {}
+    labels = ("CONTESTED", "CONTRADICTORY", "AFFIRMATIVE", "INSUFFICIENT_DATA")
+    by_label: dict[str, list[dict]] = {label: [] for label in labels}
+    for a in concept["assertions"]:
+        by_label.setdefault(a["status"], []).append(a)
+    desc = (concept.get("description") or concept.get("title") or concept["key"]).replace('"', "'")
+    lines = ["---", f"name: {concept['key']}", f'description: "{clip(desc, 300)}"', f"type: {concept['type']}"]
+    lines += [f"{label.lower()}: {len(by_label[label])}" for label in labels]
+    lines += ["---", f"# {concept.get('title') or concept['name']}", ""]
+    if concept.get("description"):
+        lines += [concept["description"], ""]
+    for label in labels:
+        if not by_label[label]:
+            continue
+        lines.append(f"## {label} ({len(by_label[label])})")
+        for a in by_label[label]:
+            lines.append(f"- {a['text']}  ")
+            lines.append(f"  bel {a['belief']:.2f} · pl {a['plausibility']:.2f} · conflict {a['conflict']:.2f} · "
+                         f"{a['n_for']} for / {a['n_against']} against")
+            for s in a["sources"]:
+                implied = " (implied by an alternative)" if s["implied"] else ""
+                lines.append(f"  - {s['stance']}: {s['source_kind']} `{s['source']}` v{s['version']} "
+                             f"{s['timestamp'][:10]}{implied}: {clip(s['text'], 200)}")
+            shifts = [h for h in a.get("history", [])]
+            if len({(h["source"], h["stance"]) for h in shifts}) > len({h["source"] for h in shifts}):
+                lines.append("  - history: " + "; ".join(
+                    f"{h['source']} v{h['version']} {h['stance']}" for h in shifts))
+        lines.append("")
+    rel = concept.get("relations", {})
+    links = sorted({r["concept"] for r in rel.get("out", [])} | {r["concept"] for r in rel.get("in", [])})
+    if links:
+        lines.append("## Related")
+        lines += [f"- [{key}]({files.get(key, key + '.md')})" for key in links]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+_LABEL_COUNTS = ("contested:", "contradictory:", "affirmative:", "insufficient_data:")
+
+
+def _topic_parts(text: str) -> tuple[dict[str, str], list[tuple[str, list[str]]]] | None:
+    """(frontmatter, [(assertion text, its indented evidence lines)]) of a generated topic file."""
+    if not text.startswith("---\n"):
+        return None
+    head, sep, body = text[4:].partition("\n---\n")
+    if not sep or not all(any(ln.startswith(k) for ln in head.split("\n")) for k in _LABEL_COUNTS):
+        return None  # not one of our generated topic files
+    meta = {k.strip(): v.strip().strip('"') for k, _, v in (ln.partition(":") for ln in head.split("\n"))}
+    blocks: list[tuple[str, list[str]]] = []
+    section = ""
+    for line in body.split("\n"):
+        if line.startswith("## "):
+            section = line
+        elif line.startswith("- ") and section and not section.startswith("## Related"):
+            blocks.append((line[2:].rstrip(), []))
+        elif line.startswith("  ") and blocks:
+            blocks[-1][1].append(line)
+    return meta, blocks
+
+
+def topic_to_memory(original: str, edited: str, source: str) -> str | None:
+    """What an agent's Edit or Write of a projected topic file saves, as the memory file it stands for.
+
+    A memory file's topic (its own text plus our appendix): the text above the appendix, i.e. the
+    file's next version. A generated topic (a concept from other channels): the claims `source` itself
+    supported that the edit left alone, plus every claim the edit added or reworded; evidence lines and
+    other sources' claims are dropped (restating them would count this file as their source). None when
+    `edited` is neither.
+    """
+    own = strip_appendix(edited)
+    if own is not None:
+        return own
+    before, after = _topic_parts(original), _topic_parts(edited)
+    if before is None or after is None:
+        return None
+    meta, blocks = after
+    old_texts = {text for text, _ in before[1]}
+    kept = [text for text, evidence in blocks
+            if text not in old_texts or any(ln.strip().startswith("- for:") and f"`{source}`" in ln for ln in evidence)]
+    head = [f"name: {meta.get('name', '')}", f'description: "{meta.get("description", "")}"', f"type: {meta.get('type', 'project')}"]
+    return "---\n" + "\n".join(head) + "\n---\n" + "".join(f"- {text}\n" for text in kept)

@@ -189,10 +189,14 @@ def _local_memory(database: Path, slug: str) -> str:
     from projection.render import render_memory
     from projection.snapshot import memory_snapshot
 
+    from dataclasses import replace
+
     conn = sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=1.0)
     try:
         conn.execute("BEGIN")
-        return render_memory(memory_snapshot(conn, slug), CONTEXT_LINES, CONTEXT_BYTES)
+        # Not mounted: the harness loads the host's own MEMORY.md itself, so the context adds only
+        # what that index lacks (disputes, concepts it does not link), not the index a second time.
+        return render_memory(replace(memory_snapshot(conn, slug), host_index=None), CONTEXT_LINES, CONTEXT_BYTES)
     finally:
         conn.close()
 

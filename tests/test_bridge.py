@@ -277,6 +277,7 @@ def test_session_start_prints_the_projection_as_context_when_not_mounted(active)
     assert context["hookEventName"] == "SessionStart"
     text = context["additionalContext"]
     assert text.startswith("# Memory: shop") and "CONTESTED" in text and len(text) <= 10_000
+    assert "](ci-setup.md)" not in text, "the host's own index (loaded by the harness) is not repeated"
 
 
 def test_session_start_without_a_graph_prints_nothing(active):

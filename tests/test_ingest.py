@@ -157,7 +157,8 @@ def test_corpus_builds_concepts_relations_and_sections(onto):
     with onto.reader() as conn:
         testing = queries.concept(conn, "testing-real-db")
         keys = {r[0] for r in conn.execute("SELECT key FROM concepts")}
-    assert {"testing-real-db", "ci-setup", "release-checklist", "key-decisions", "open-threads"} <= keys
+    assert {"testing-real-db", "ci-setup", "key-decisions", "open-threads"} <= keys
+    assert "release-checklist" not in keys, "an index line linking a missing file annotates, never creates"
     assert {"concept": "ci-setup", "kind": "wikilink"} in testing["relations"]["out"]
     assert {"concept": "ci-setup", "kind": "link"} in testing["relations"]["in"]
     assert testing["type"] == "feedback"

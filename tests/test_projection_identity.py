@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from bridge_env import BridgeEnv
+from support.bridge_env import BridgeEnv
 from conftest import ledger
-from fuse_helpers import requires_fuse, unmount
+from support.fuse_helpers import requires_fuse, unmount
 from ontology.artifact import Channel
 from ontology.ingest import Ontology
 from projection.mount import ingest_host_files

@@ -1,4 +1,4 @@
-"""activate / status / deactivate for one project (CONTRACT §3, ADR-141).
+"""activate / status / deactivate for one project (docs/reference.md §3, ADR-141).
 
 Invariants: deactivate only writes the veto into the project's `.claude/ways.json` (atomically,
 keeping every other key) and never deletes data; activate creates the ontology (drop directory, or
@@ -9,12 +9,14 @@ overwritten (the user's file is theirs), the verb fails with a clear error inste
 from __future__ import annotations
 
 import json
+from enum import StrEnum
 from pathlib import Path
 
-from kgbridge.detect import HTTP_TIMEOUT_S, backend_token, backend_url, detect, forget, http_get
+from kgbridge.detect import HTTP_TIMEOUT_S, Transport, backend_token, backend_url, detect, forget, http_get
 from kgbridge.project import Project, claude_home, vetoed
 from kgbridge.state import ProjectState, load_json_object, read_json
 from ontology.atomic import atomic_write
+from ontology.errors import BadRequest
 from ontology.clock import utc_from_epoch
 from ontology.layout import knowledge_root, ontology_paths
 
@@ -23,8 +25,21 @@ DEFAULT_URL = "http://127.0.0.1:8765"
 ACTIVATE_TIMEOUT_S = 5.0
 
 
-class WaysFileInvalid(ValueError):
+class WaysFileInvalid(BadRequest, ValueError):
     """ways.json exists but is not a JSON object; we refuse to overwrite it."""
+
+
+class ActivationFailed(BadRequest):
+    """The backend could not be asked, or refused: nothing was activated."""
+
+
+class TransportChoice(StrEnum):
+    """How `activate` creates the ontology: `auto` takes the drop directory when the knowledge root
+    is on this machine, else HTTP when $KG_URL is set."""
+
+    AUTO = "auto"
+    DIR = Transport.DIR.value
+    HTTP = Transport.HTTP.value
 
 
 def _load_ways(path: Path) -> dict[str, object]:
@@ -53,7 +68,7 @@ def deactivate(project: Project) -> Path:
 
 
 def activate(project: Project, *, root: Path | None = None, url: str | None = None, token: str | None = None,
-             transport: str = "auto") -> dict[str, object]:
+             transport: TransportChoice = TransportChoice.AUTO) -> dict[str, object]:
     """Create the ontology and lift any veto; returns what was done."""
     reflection = _load_ways(project.ways_file).get("reflection")
     if isinstance(reflection, dict) and reflection.get("kg") is False:
@@ -62,10 +77,11 @@ def activate(project: Project, *, root: Path | None = None, url: str | None = No
         _set_kg(project.ways_file, True)
     root = knowledge_root(root)
     url, token = backend_url(url), backend_token(token)
-    use_http = transport == "http" or (transport == "auto" and url is not None and not root.exists())
+    use_http = transport == TransportChoice.HTTP or (transport == TransportChoice.AUTO and url is not None
+                                                     and not root.exists())
     if use_http:
         if not url:
-            raise ValueError("HTTP activation needs KG_URL (or --url)")
+            raise ActivationFailed("HTTP activation needs the backend's URL: set KG_URL or pass --url")
         import urllib.error
         import urllib.request
 
@@ -77,8 +93,11 @@ def activate(project: Project, *, root: Path | None = None, url: str | None = No
                 created = response.status == 201
         except urllib.error.HTTPError as exc:
             if exc.code != 409:
-                raise ValueError(f"backend refused activation: HTTP {exc.code}") from None
+                raise ActivationFailed(f"backend refused activation: HTTP {exc.code}") from None
             created = False
+        except OSError as exc:  # refused, timed out, no such host
+            raise ActivationFailed(f"cannot reach the backend at {url} ({getattr(exc, 'reason', exc)}): "
+                                   "start `kgbridge serve` there, or fix KG_URL / --url") from None
         target = f"{url}/ingest"
     else:
         ingest = ontology_paths(root, project.slug).ingest
@@ -87,7 +106,8 @@ def activate(project: Project, *, root: Path | None = None, url: str | None = No
         target = str(ingest)
     ProjectState(project.slug).mark_known()
     forget(project)
-    return {"slug": project.slug, "transport": "http" if use_http else "dir", "target": target, "created": created}
+    return {"slug": project.slug, "transport": Transport.HTTP if use_http else Transport.DIR, "target": target,
+            "created": created}
 
 
 def backend_health(url: str | None, token: str | None) -> str:

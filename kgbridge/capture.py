@@ -13,9 +13,9 @@ import re
 from pathlib import Path
 
 from kgbridge.bounded import TimedOut, call_bounded
-from kgbridge.deliver import deliver, flush
-from kgbridge.detect import Detection, behind_fuse, detect
-from kgbridge.project import Project, resolve, vetoed
+from kgbridge.deliver import Outcome, deliver, flush
+from kgbridge.detect import Detection, Transport, behind_fuse, detect
+from kgbridge.project import Harness, Project, resolve, vetoed
 from kgbridge.state import ProjectState, state_root
 from ontology.layout import memory_source
 from projection.mounts import fuse_mounts
@@ -63,7 +63,7 @@ def edited_paths(payload: dict, harness: str) -> list[Path]:
     tool = payload.get("tool_name") or ""
     if tool in WRITE_TOOLS and isinstance(tool_input.get("file_path"), str):
         return [cwd / tool_input["file_path"]]
-    if tool == "apply_patch" or harness == "codex":
+    if tool == "apply_patch" or harness == Harness.CODEX:
         patch = tool_input.get("command") or tool_input.get("patch") or tool_input.get("input") or ""
         if isinstance(patch, list):
             patch = "\n".join(str(part) for part in patch)
@@ -81,7 +81,7 @@ def _memory_files(directory: Path) -> list[Path]:
 def rescan(project: Project, detection: Detection) -> dict[str, int]:
     """Deliver every memory file and ledger entry not yet delivered, then flush the outbox."""
     state = ProjectState(project.slug)
-    counts = {"delivered": 0, "outbox": 0}
+    counts = {Outcome.DELIVERED: 0, Outcome.OUTBOX: 0}
     with state.lock():
         delivered = state.delivered()
         flush(state, detection)
@@ -142,7 +142,7 @@ def redirect_write(payload: dict, project: Project) -> dict | None:
 
     content = topic_to_memory(str(current), content, memory_source(project.slug, target.name)) or content
     outcome = deliver(ProjectState(project.slug), detect(project), "memory", target.name, content.encode("utf-8"))
-    where = "the knowledge graph" if outcome in ("delivered", "seen") else "the kgbridge outbox (backend away)"
+    where = "the knowledge graph" if outcome in (Outcome.DELIVERED, Outcome.SEEN) else "the kgbridge outbox (backend away)"
     reason = (f"Saved to {where} instead: this memory directory is kgbridge's read-only projection. "
               f"{target.name} will be merged and weighed against what other sessions said; MEMORY.md and "
               f"the topic files show the result (also MCP kg_search / kg_concept).")
@@ -150,7 +150,7 @@ def redirect_write(payload: dict, project: Project) -> dict | None:
                                    "permissionDecisionReason": reason}}
 
 
-def handle(payload: dict, harness: str = "claude") -> dict | None:
+def handle(payload: dict, harness: str = Harness.CLAUDE) -> dict | None:
     """Act on one non-rescan hook event; returns the JSON decision to print, if any."""
     event = payload.get("hook_event_name") or ""
     cwd = payload.get("cwd") or os.getcwd()
@@ -208,7 +208,7 @@ def session_context(payload: dict) -> dict | None:
         return None
     detection = detect(project)
     text = ""
-    if detection.transport == "dir" and detection.ingest_target:
+    if detection.transport == Transport.DIR and detection.ingest_target:
         database = Path(detection.ingest_target).parent / "graph.db"
         try:
             if behind_fuse(database):
@@ -217,7 +217,7 @@ def session_context(payload: dict) -> dict | None:
                 text = _local_memory(database, project.slug)
         except Exception as exc:  # noqa: BLE001 - context is optional: log it, start the session anyway
             log(f"session context unavailable: {exc}")
-    elif detection.transport == "http" and detection.ingest_target:
+    elif detection.transport == Transport.HTTP and detection.ingest_target:
         from kgbridge.detect import backend_token, http_get
 
         base = detection.ingest_target.rsplit("/ingest", 1)[0]

@@ -2,7 +2,8 @@
 
 Invariant: every verb accepts `--root` (else $KG_KNOWLEDGE_ROOT, else ~/Knowledge) and resolves the
 ontology from `--ontology` or, failing that, from the project around the current directory.
-Human output goes through rich; `--json` prints one JSON document for machines.
+Human output goes through rich; `--json` prints one JSON document for machines. A `UserError` (or
+a bad option) is caught once, in `main`: one plain line on stderr, exit 2, no traceback.
 """
 
 from __future__ import annotations
@@ -10,20 +11,25 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import NoReturn, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import Progress
 from rich.table import Table
 from rich.text import Text
 
 from kgbridge import project as project_mod
+from kgbridge.activation import TransportChoice
+from kgbridge.project import Harness
 from ontology import queries
 from ontology import search as search_mod
 from ontology.artifact import Channel
-from ontology.ingest import BATCH_SIZE, Ontology, OntologyMissing, Status
-from ontology.layout import UnsafeName, knowledge_root
+from ontology.errors import NotFound, UserError
+from ontology.evidence import Label
+from ontology.ingest import BATCH_SIZE, Ontology, Status
+from ontology.layout import knowledge_root
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="kgbridge: an evidential memory bridge for coding agents.")
@@ -40,11 +46,7 @@ def _slug(ontology: Optional[str]) -> str:
 
 
 def _open(root: Optional[Path], ontology: Optional[str], *, create: bool = False) -> Ontology:
-    try:
-        return Ontology(knowledge_root(root), _slug(ontology), create=create)
-    except (OntologyMissing, UnsafeName) as exc:
-        err.print(f"[red]{exc}[/red] (activate it with `kgbridge activate`, or pass --ontology)")
-        raise typer.Exit(2) from None
+    return Ontology(knowledge_root(root), _slug(ontology), create=create)
 
 
 def _files(paths: list[Path]) -> list[Path]:
@@ -77,7 +79,7 @@ def ingest(paths: list[Path] = typer.Argument(..., help="Files or directories to
         return
     for r in results:
         if r.status is Status.REJECTED:
-            console.print(f"[yellow]rejected[/yellow] {r.filename}: {r.reason}")
+            console.print(f"[yellow]rejected[/yellow] {escape(r.filename)}: {escape(r.reason or '')}")
     console.print(f"[bold]{onto.slug}[/bold]: {summary['new']} new, {summary['duplicate']} duplicate, "
                   f"{summary['rejected']} rejected")
 
@@ -102,7 +104,7 @@ def _assertion_table(items: list[queries.AssertionView], title: str) -> Table:
 
 @app.command()
 def show(concept: Optional[str] = typer.Argument(None, help="A concept key; omit to list assertions."),
-         status: Optional[str] = typer.Option(None, help="Only assertions with this label."),
+         status: Optional[Label] = typer.Option(None, case_sensitive=False, help="Only assertions with this label."),
          root: Optional[Path] = RootOpt, ontology: Optional[str] = OntologyOpt, as_json: bool = JsonOpt) -> None:
     """Show assertions with label, belief, plausibility, conflict and sources (or one concept)."""
     onto = _open(root, ontology)
@@ -110,8 +112,7 @@ def show(concept: Optional[str] = typer.Argument(None, help="A concept key; omit
         if concept:
             data = queries.concept(conn, concept)
             if data is None:
-                err.print(f"[red]no concept {concept!r} in {onto.slug}[/red]")
-                raise typer.Exit(1)
+                raise NotFound(f"no concept {concept!r} in {onto.slug}: `kgbridge search` finds concepts by text")
             if as_json:
                 print(json.dumps(data, default=str))
                 return
@@ -123,7 +124,7 @@ def show(concept: Optional[str] = typer.Argument(None, help="A concept key; omit
                     console.print(f"  #{a.id} {s.stance_word:>7} {s.source} v{s.version} {s.timestamp[:10]}"
                                   f"{' (implied)' if s.implied else ''}")
             return
-        items = queries.assertions(conn, status=status.upper() if status else None)
+        items = queries.assertions(conn, status=status.value if status else None)
         if as_json:
             print(json.dumps({"ontology": onto.slug, "counts": queries.counts(conn),
                               "assertions": [a.to_json() for a in items]}, default=str))
@@ -169,16 +170,13 @@ ProjectOpt = typer.Option(None, "--project", "-p", help="Project directory (defa
 
 @app.command()
 def activate(project: Optional[Path] = ProjectOpt, root: Optional[Path] = RootOpt, url: Optional[str] = UrlOpt,
-             transport: str = typer.Option("auto", help="auto | dir | http"), as_json: bool = JsonOpt) -> None:
+             transport: TransportChoice = typer.Option(TransportChoice.AUTO, help="How to create the ontology."),
+             as_json: bool = JsonOpt) -> None:
     """Opt this project in: create its ontology (drop directory or POST /ontologies), lift a veto."""
-    from kgbridge.activation import WaysFileInvalid, activate as do_activate
+    from kgbridge.activation import activate as do_activate
 
     proj = project_mod.resolve(project)
-    try:
-        done = do_activate(proj, root=root, url=url, transport=transport)
-    except (WaysFileInvalid, ValueError, OSError) as exc:
-        err.print(f"[red]{exc}[/red]")
-        raise typer.Exit(2) from None
+    done = do_activate(proj, root=root, url=url, transport=transport)
     if as_json:
         print(json.dumps(done))
     else:
@@ -188,14 +186,10 @@ def activate(project: Optional[Path] = ProjectOpt, root: Optional[Path] = RootOp
 @app.command()
 def deactivate(project: Optional[Path] = ProjectOpt, as_json: bool = JsonOpt) -> None:
     """Veto this project (hard-off) in .claude/ways.json. Never deletes data."""
-    from kgbridge.activation import WaysFileInvalid, deactivate as do_deactivate
+    from kgbridge.activation import deactivate as do_deactivate
 
     proj = project_mod.resolve(project)
-    try:
-        path = do_deactivate(proj)
-    except (WaysFileInvalid, OSError) as exc:
-        err.print(f"[red]{exc}[/red]")
-        raise typer.Exit(2) from None
+    path = do_deactivate(proj)
     if as_json:
         print(json.dumps({"slug": proj.slug, "state": "hard-off", "ways_file": str(path)}))
     else:
@@ -238,17 +232,13 @@ def install_hooks(claude: bool = typer.Option(False, "--claude", help="Claude Co
                   uninstall: bool = typer.Option(False, "--uninstall", help="Remove kgbridge's hooks."),
                   project: Optional[Path] = ProjectOpt) -> None:
     """Merge kgbridge's hook entries into the harness settings (idempotent; shows the diff)."""
-    from kgbridge.install import AUTO_DREAM_WHY, SettingsInvalid, apply, plan, settings_path
+    from kgbridge.install import AUTO_DREAM_WHY, apply, plan, settings_path
 
-    harness = "codex" if codex and not claude else "claude"
+    harness = Harness.CODEX if codex and not claude else Harness.CLAUDE
     path = settings_path(project_mod.resolve(project), harness, "user" if user else "project")
-    try:
-        p = plan(path, harness, uninstall=uninstall)
-    except SettingsInvalid as exc:
-        err.print(f"[red]{exc}[/red]")
-        raise typer.Exit(2) from None
+    p = plan(path, harness, uninstall=uninstall)
     console.print(p.diff() or f"{path}: already up to date", markup=False, highlight=False)
-    if harness == "claude" and not uninstall:
+    if harness == Harness.CLAUDE and not uninstall:
         console.print(AUTO_DREAM_WHY)
     if not dry_run:
         apply(p, harness, uninstall=uninstall)
@@ -264,12 +254,8 @@ def mount(at: Optional[Path] = typer.Option(None, "--at", help="Mount point (def
 
     proj = project_mod.resolve()
     target = at or proj.memory_dir
-    try:
-        pid = do_mount(knowledge_root(root), _slug(ontology), target, state_dir=ProjectState(_slug(ontology)).dir,
-                       overlay=overlay)
-    except (RuntimeError, OntologyMissing, OSError) as exc:
-        err.print(f"[red]{exc}[/red]")
-        raise typer.Exit(2) from None
+    pid = do_mount(knowledge_root(root), _slug(ontology), target, state_dir=ProjectState(_slug(ontology)).dir,
+                   overlay=overlay)
     console.print(f"mounted {_slug(ontology)} at {target} (daemon pid {pid}); `kgbridge unmount` to restore")
 
 
@@ -304,20 +290,30 @@ def serve(root: Optional[Path] = RootOpt,
     """Run the graph server: drop-directory watcher, HTTP API and MCP (/mcp) in one process."""
     from kgbridge.detect import backend_token
     from kgbridge.serve import serve as run_server
-    from ontology.server import InsecureBind
 
-    try:
-        run_server(knowledge_root(root), host=host, port=port, token=backend_token(token))
-    except InsecureBind as exc:
-        err.print(f"[red]{exc}[/red]")
-        raise typer.Exit(2) from None
+    run_server(knowledge_root(root), host=host, port=port, token=backend_token(token))
+
+
+def fail(message: str) -> NoReturn:
+    """One line on stderr, exit 2. Plain `print`, not rich: markup would eat text such as
+    `[a-z0-9-]`, and wrapping at the terminal's width would split the line."""
+    print(f"kgbridge: {' '.join(message.split())}", file=sys.stderr)
+    sys.exit(2)
 
 
 def main() -> None:
     try:
-        app()
+        code = app(sys.argv[1:] or ["--help"], standalone_mode=False)  # no verb: the help, exit 0
     except BrokenPipeError:  # `kgbridge show | head` is normal use
         sys.exit(0)
+    except typer.TyperException as exc:  # unknown option, a value outside its choices (named in the message)
+        ctx = getattr(exc, "ctx", None)
+        fail(exc.format_message() + (f" (see `{ctx.command_path} --help`)" if ctx is not None else ""))
+    except typer.Abort:
+        fail("aborted")
+    except (UserError, OSError) as exc:  # OSError: a path the user named cannot be read or written
+        fail(str(exc))
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":

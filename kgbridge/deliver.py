@@ -11,10 +11,11 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+from enum import StrEnum
 from pathlib import Path
 
 from kgbridge.bounded import TimedOut, call_bounded
-from kgbridge.detect import Detection, backend_token, behind_fuse
+from kgbridge.detect import Detection, Transport, backend_token, behind_fuse
 from kgbridge.state import ProjectState
 from ontology.atomic import atomic_write  # stdlib-only modules
 from ontology.layout import drop_name, split_drop_name
@@ -24,6 +25,15 @@ from ontology.layout import drop_name, split_drop_name
 DROP_TIMEOUT_S = 0.25
 # Posting one artifact to a healthy backend on loopback is ~10 ms; allow for a busy single writer.
 POST_TIMEOUT_S = 2.0
+
+
+class Outcome(StrEnum):
+    """What `deliver` did with one artifact."""
+
+    DELIVERED = "delivered"  # the backend has it now
+    SEEN = "seen"  # it had it already (the delivered registry says so)
+    OUTBOX = "outbox"  # kept locally until the backend is back
+    SKIPPED = "skipped"  # the project was never activated: a silent no-op
 
 
 def registry_key(kind: str, data: bytes, name: str) -> str:
@@ -67,31 +77,31 @@ def _post(url: str, token: str | None, slug: str, name: str, data: bytes) -> boo
 
 def send(detection: Detection, slug: str, dropped: str, data: bytes, *, token: str | None = None) -> bool:
     """One attempt over the detected transport; True when the backend has it."""
-    if detection.transport == "dir" and detection.ingest_target:
+    if detection.transport == Transport.DIR and detection.ingest_target:
         return _drop_bounded(Path(detection.ingest_target), dropped, data)
-    if detection.transport == "http" and detection.ingest_target:
+    if detection.transport == Transport.HTTP and detection.ingest_target:
         # The drop name carries the kind hint and original name; the backend decodes both.
         return _post(detection.ingest_target, backend_token(token), slug, dropped, data)
     return False
 
 
 def deliver(state: ProjectState, detection: Detection, kind: str, name: str, data: bytes,
-            delivered: set[str] | None = None) -> str:
-    """Deliver or enqueue one artifact; returns "delivered", "outbox", "seen" or "skipped"."""
+            delivered: set[str] | None = None) -> Outcome:
+    """Deliver or enqueue one artifact, and say which of the four happened."""
     key = registry_key(kind, data, name)
     seen = state.delivered() if delivered is None else delivered
     if key in seen:
-        return "seen"
+        return Outcome.SEEN
     dropped = drop_name(kind, data, name)
     if detection.active and send(detection, state.slug, dropped, data):
         state.record_delivered(key, detection.transport)
         seen.add(key)
-        return "delivered"
+        return Outcome.DELIVERED
     if detection.active or state.is_known():
         if not (state.outbox / dropped).exists():
             state.put_outbox(dropped, data)
-        return "outbox"
-    return "skipped"  # never activated: a silent no-op
+        return Outcome.OUTBOX
+    return Outcome.SKIPPED
 
 
 def flush(state: ProjectState, detection: Detection) -> tuple[int, int]:

@@ -13,6 +13,7 @@ import json
 import os
 import time
 from collections import namedtuple
+from enum import StrEnum
 from pathlib import Path
 
 from kgbridge.bounded import ChildFailed, TimedOut, call_bounded
@@ -47,14 +48,30 @@ def backend_token(explicit: str | None = None) -> str | None:
     return explicit if explicit is not None else (os.environ.get(TOKEN_ENV) or None)
 
 
+class Activation(StrEnum):
+    """Where a project stands with kgbridge."""
+
+    INACTIVE = "inactive"  # no ontology for it (never activated, or the backend is away)
+    ACTIVE = "active"
+    HARD_OFF = "hard-off"  # vetoed in ways.json
+
+
+class Transport(StrEnum):
+    """How artifacts reach the backend."""
+
+    DIR = "dir"  # the ontology's drop directory on this machine
+    HTTP = "http"  # POST /ingest to $KG_URL
+    NONE = "none"
+
+
 class Detection(namedtuple("Detection", "state transport ingest_target reason elapsed_ms cached",
                            defaults=(0.0, False))):
     """What detection found. A namedtuple rather than a dataclass: the hook imports this module on
     every delivery, and `dataclasses` alone costs ~7 ms of its start-up (bench/hook.py)."""
 
     __slots__ = ()
-    state: str  # "inactive" | "active" | "hard-off"
-    transport: str  # "dir" | "http" | "none"
+    state: Activation  # a plain string equal to it when read back from the cache
+    transport: Transport
     ingest_target: str | None  # the drop directory or the ingest URL
     reason: str
     elapsed_ms: float
@@ -62,7 +79,7 @@ class Detection(namedtuple("Detection", "state transport ingest_target reason el
 
     @property
     def active(self) -> bool:
-        return self.state == "active"
+        return self.state == Activation.ACTIVE
 
 
 def behind_fuse(path: Path) -> bool:
@@ -124,7 +141,7 @@ def detect(project: Project, *, root: Path | None = None, url: str | None = None
            use_cache: bool = True) -> Detection:
     start = time.monotonic()
     if vetoed(project):
-        return Detection("hard-off", "none", None, "vetoed in ways.json")
+        return Detection(Activation.HARD_OFF, Transport.NONE, None, "vetoed in ways.json")
     root = knowledge_root(root)
     url, token = backend_url(url), backend_token(token)
     state = ProjectState(project.slug)
@@ -137,13 +154,13 @@ def detect(project: Project, *, root: Path | None = None, url: str | None = None
     ingest = ontology_paths(root, project.slug).ingest
     present, reason = probe_dir(ingest, STAT_TIMEOUT_S)
     if present:
-        found = Detection("active", "dir", str(ingest), reason)
+        found = Detection(Activation.ACTIVE, Transport.DIR, str(ingest), reason)
     elif url:
         ok, why = probe_http(url, project.slug, token, start + BUDGET_S)
-        found = Detection("active", "http", f"{url}/ingest", why) if ok else \
-            Detection("inactive", "none", None, f"{reason}; {why}")
+        found = Detection(Activation.ACTIVE, Transport.HTTP, f"{url}/ingest", why) if ok else \
+            Detection(Activation.INACTIVE, Transport.NONE, None, f"{reason}; {why}")
     else:
-        found = Detection("inactive", "none", None, reason)
+        found = Detection(Activation.INACTIVE, Transport.NONE, None, reason)
     found = Detection(found.state, found.transport, found.ingest_target, found.reason,
                       round((time.monotonic() - start) * 1000, 1))
     if found.active:

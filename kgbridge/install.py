@@ -17,9 +17,10 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from kgbridge.project import Project, claude_home
+from kgbridge.project import Harness, Project, claude_home
 from kgbridge.state import load_json_object, read_json, state_root
 from ontology.atomic import atomic_write
+from ontology.errors import BadRequest
 
 MARKER = "kgbridge-hook"
 # Claude Code: capture memory writes as they happen, and rescan at the session's edges.
@@ -35,8 +36,8 @@ AUTO_DREAM_WHY = ("autoDreamEnabled=false: background consolidation would rewrit
 _ABSENT = "__absent__"
 
 
-class SettingsInvalid(ValueError):
-    pass
+class SettingsInvalid(BadRequest, ValueError):
+    """A harness settings file we cannot parse: never overwritten, the user fixes it first."""
 
 
 @dataclass(frozen=True)
@@ -54,13 +55,13 @@ class Plan:
                                             f"{self.path} (before)", f"{self.path} (after)"))
 
 
-def hook_command(harness: str) -> str:
+def hook_command(harness: Harness) -> str:
     script = shutil.which(MARKER) or str(Path(sys.executable).parent / MARKER)
-    return f"{script} --harness codex" if harness == "codex" else script
+    return f"{script} --harness {Harness.CODEX}" if harness == Harness.CODEX else script
 
 
-def settings_path(project: Project, harness: str, scope: str) -> Path:
-    if harness == "codex":
+def settings_path(project: Project, harness: Harness, scope: str) -> Path:
+    if harness == Harness.CODEX:
         home = Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex")
         return (project.root / ".codex" if scope == "project" else home) / "hooks.json"
     return (project.root / ".claude" if scope == "project" else claude_home()) / "settings.json"
@@ -89,14 +90,14 @@ def _without_ours(hooks: dict[str, object]) -> dict[str, object]:
     return cleaned
 
 
-def plan(path: Path, harness: str, *, uninstall: bool = False) -> Plan:
+def plan(path: Path, harness: Harness, *, uninstall: bool = False) -> Plan:
     before, data = _load(path)
     hooks = data.get("hooks") if isinstance(data.get("hooks"), dict) else {}
     hooks = _without_ours(hooks)  # type: ignore[arg-type]
     backups = read_json(state_root() / "install-backup.json")
     if not uninstall:
         command = hook_command(harness)
-        for event, matcher in (CODEX_EVENTS if harness == "codex" else CLAUDE_EVENTS).items():
+        for event, matcher in (CODEX_EVENTS if harness == Harness.CODEX else CLAUDE_EVENTS).items():
             group: dict[str, object] = {"hooks": [{"type": "command", "command": command, "timeout": 10}]}
             if matcher:
                 group = {"matcher": matcher, **group}
@@ -105,7 +106,7 @@ def plan(path: Path, harness: str, *, uninstall: bool = False) -> Plan:
         data["hooks"] = hooks
     else:
         data.pop("hooks", None)
-    if harness == "claude":
+    if harness == Harness.CLAUDE:
         if uninstall:
             previous = backups.get(str(path), {}).get("autoDreamEnabled", _ABSENT)  # type: ignore[union-attr]
             if previous == _ABSENT:
@@ -119,7 +120,7 @@ def plan(path: Path, harness: str, *, uninstall: bool = False) -> Plan:
     return Plan(path, before, after)
 
 
-def apply(p: Plan, harness: str, *, uninstall: bool = False) -> None:
+def apply(p: Plan, harness: Harness, *, uninstall: bool = False) -> None:
     backup_file = state_root() / "install-backup.json"
     backups = read_json(backup_file)
     if not uninstall and str(p.path) not in backups:  # what to restore: recorded at the first install only

@@ -11,11 +11,12 @@ import os
 import re
 import unicodedata
 from collections import namedtuple
+from enum import StrEnum
 from pathlib import Path
 
 from kgbridge.state import read_json
 
-MAX_SLUG = 64  # CONTRACT §2
+MAX_SLUG = 64  # docs/reference.md §2
 _NON_SLUG = re.compile(r"[^a-z0-9]+")
 _NON_ALNUM = re.compile(r"[^A-Za-z0-9]")
 
@@ -40,7 +41,7 @@ def claude_home() -> Path:
 
 
 def memory_dir(root: Path) -> Path:
-    """CONTRACT §2: `autoMemoryDirectory` (project settings, then user settings) wins; else
+    """docs/reference.md §2: `autoMemoryDirectory` (project settings, then user settings) wins; else
     `<claude home>/projects/<root with every non-alphanumeric char replaced by ->/memory/`."""
     for settings in (root / ".claude" / "settings.local.json", root / ".claude" / "settings.json",
                      claude_home() / "settings.json"):
@@ -49,6 +50,13 @@ def memory_dir(root: Path) -> Path:
             path = Path(override).expanduser()
             return path if path.is_absolute() else (root / path)
     return claude_home() / "projects" / _NON_ALNUM.sub("-", str(root)) / "memory"
+
+
+class Harness(StrEnum):
+    """The coding agents kgbridge hooks into."""
+
+    CLAUDE = "claude"  # Claude Code: .claude/settings.json, auto-memory files, ledger
+    CODEX = "codex"  # Codex: .codex/hooks.json, apply_patch edits
 
 
 class Project(namedtuple("Project", "root slug")):
@@ -78,7 +86,7 @@ def resolve(start: Path | str | None = None) -> Project:
 
 
 def vetoed(project: Project) -> bool:
-    """CONTRACT §2: `{"reflection": {"kg": false}}` is the veto; the project file wins over the user's."""
+    """docs/reference.md §2: `{"reflection": {"kg": false}}` is the veto; the project file wins over the user's."""
     for ways in (project.ways_file, claude_home() / "ways.json"):
         reflection = read_json(ways).get("reflection")
         if isinstance(reflection, dict) and "kg" in reflection:

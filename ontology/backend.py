@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Callable
 
 from ontology.artifact import Channel
+from ontology.errors import Conflict, Unavailable
 from ontology.ingest import IngestResult, Ontology, OntologyMissing, Status
 from ontology.layout import list_ontologies, ontology_paths
 
@@ -33,11 +34,11 @@ class WriterState:
     last_success_at: float | None = None
 
 
-class OntologyExists(FileExistsError):
+class OntologyExists(Conflict, FileExistsError):
     """Creating an ontology that already exists (HTTP 409)."""
 
 
-class StorageUnavailable(OSError):
+class StorageUnavailable(Unavailable, OSError):
     """The ontology's disk refused a write (full, read-only): the artifact was not taken; retry later."""
 
 
@@ -71,7 +72,7 @@ class Backend:
         paths = ontology_paths(self.root, slug)
         with self._lock:
             if paths.base.is_dir():
-                raise OntologyExists(slug)
+                raise OntologyExists(f"ontology {slug!r} already exists")
             onto = Ontology(self.root, slug, create=True)
             self._ontologies[slug] = onto
             self._states[slug] = WriterState()

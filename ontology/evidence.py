@@ -1,4 +1,4 @@
-"""Dempster–Shafer evidence over the frame {true, false}, and the label it implies (CONTRACT §5).
+"""Dempster–Shafer evidence over the frame {true, false}, and the label it implies (docs/reference.md §5).
 
 Each independent source is a simple support function: mass r (its reliability) on {true} when it
 affirms the assertion, on {false} when it denies it, the rest on the whole frame. Sources combine by
@@ -35,7 +35,7 @@ class SourceKind(enum.Enum):
 # Reliability by source kind: what a person told the agent outranks what the agent wrote down about
 # the project, which outranks a session log, which outranks an arbitrary document. The band is kept
 # narrow (0.63-0.70) on purpose: with weights w = -ln(1 - r) its max/min ratio is 1.21 (< sqrt 1.5),
-# small enough that the count-based canonical cases of CONTRACT §5, and 2:1 / 1:2 being CONTESTED,
+# small enough that the count-based canonical cases of docs/reference.md §5, and 2:1 / 1:2 being CONTESTED,
 # hold for ANY mix of kinds (ADR 0002).
 RELIABILITY: dict[SourceKind, float] = {
     SourceKind.USER_MEMORY: 0.70,

@@ -1,4 +1,4 @@
-"""One ASGI guard in front of every route (CONTRACT §7): Host, cross-site, bearer token.
+"""One ASGI guard in front of every route (docs/reference.md §7): Host, cross-site, bearer token.
 
 Invariant: checked before any handler runs, in this order: a duplicated Host, Origin,
 Sec-Fetch-Site or Authorization header → 400; a Host that is not exactly `localhost` or a loopback
@@ -11,6 +11,7 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import json
+from http import HTTPStatus
 from urllib.parse import urlsplit
 
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -81,7 +82,9 @@ class Guard:
             await self.app(scope, receive, send)
             return
         status, message = verdict
-        body = json.dumps({"error": message}).encode()
+        # The API's error shape (ontology.http): a kind for programs, a sentence for people.
+        kind = HTTPStatus(status).phrase.lower().replace(" ", "-")
+        body = json.dumps({"error": kind, "detail": message}).encode()
         extra = [(b"www-authenticate", b"Bearer")] if status == 401 else []
         await send({"type": "http.response.start", "status": status,
                     "headers": [(b"content-type", b"application/json"),

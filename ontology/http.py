@@ -1,19 +1,22 @@
-"""The HTTP API of CONTRACT §7 as Starlette routes over a `Backend`.
+"""The HTTP API (docs/reference.md §7) as Starlette routes over a `Backend`.
 
 Invariant: handlers never block the event loop: every file or database touch runs in a worker
-thread. Input is validated at this edge (slug, filename, body size) and every refusal is a JSON
-`{"error": ...}` with the status that says why (400, 404, 409, 413, 422).
+thread. Input is validated at this edge (slug, filename, body size); a refusal is a `UserError`
+raised anywhere below, answered by one handler as `{"error", "detail"}` with its status.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+from http import HTTPStatus
 from importlib.metadata import version
 from typing import Any, AsyncGenerator, Callable, TypeVar
 
 import anyio
 import anyio.to_thread
 
+from starlette.exceptions import HTTPException
 from starlette.formparsers import MultiPartException, MultiPartParser
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -22,10 +25,14 @@ from starlette.routing import Route
 from ontology import queries
 from ontology import search as search_mod
 from ontology.artifact import Channel
-from ontology.backend import Backend, OntologyExists
-from ontology.ingest import OntologyMissing, Status, WriterBusy
-from ontology.layout import UnsafeName, validate_slug
+from ontology.backend import Backend
+from ontology.errors import BadRequest, NotFound, TooLarge, Unavailable, UserError
+from ontology.evidence import Label
+from ontology.ingest import OntologyMissing, Status
+from ontology.layout import validate_slug
 from ontology.parse import MAX_ARTIFACT_BYTES
+
+log = logging.getLogger("kgbridge.server")
 
 VERSION = version("kgbridge")  # one source: pyproject.toml
 T = TypeVar("T")
@@ -41,8 +48,8 @@ WRITE_THREADS = 48
 READ_THREADS = 16
 
 
-class BodyTooLarge(Exception):
-    pass
+class BodyTooLarge(TooLarge):
+    """The request body passed its limit; refused before more of it was read."""
 
 
 class Pools:
@@ -63,21 +70,17 @@ class Pools:
         return await anyio.to_thread.run_sync(fn, *args, limiter=self._writes)
 
 
-def error(status: int, message: str) -> JSONResponse:
-    return JSONResponse({"error": message}, status_code=status)
-
-
 async def budgeted(request: Request, limit: int = MAX_BODY_BYTES) -> AsyncGenerator[bytes, None]:
     """The request body as it arrives, refused (`BodyTooLarge`) as soon as it passes `limit` bytes,
     declared or not (a chunked upload has no Content-Length): never more than `limit` is read."""
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise BodyTooLarge
+        raise BodyTooLarge(f"body over {limit} bytes")
     size = 0
     async for chunk in request.stream():
         size += len(chunk)
         if size > limit:
-            raise BodyTooLarge
+            raise BodyTooLarge(f"body over {limit} bytes")
         yield chunk
 
 
@@ -96,13 +99,11 @@ def parse_json(body: bytes) -> Any:
 def routes(backend: Backend, health: Callable[[], dict[str, Any]], memory: Callable[[str], str] | None = None) -> list[Route]:
     pools = Pools()
 
-    def _slug_or_404(slug: str) -> str | JSONResponse:
-        try:
-            validate_slug(slug)
-        except UnsafeName as exc:
-            return error(400, str(exc))
+    def existing(slug: str) -> str:
+        """The slug, valid and activated; else `UnsafeName` (400) or `OntologyMissing` (404)."""
+        validate_slug(slug)
         if not backend.exists(slug):
-            return error(404, f"ontology {slug!r} does not exist (activate it with POST /ontologies)")
+            raise OntologyMissing(f"ontology {slug!r} does not exist (activate it with POST /ontologies)")
         return slug
 
     async def get_health(request: Request) -> Response:
@@ -112,9 +113,7 @@ def routes(backend: Backend, health: Callable[[], dict[str, Any]], memory: Calla
         return JSONResponse({"ontologies": await pools.read(backend.slugs)})
 
     async def get_ontology(request: Request) -> Response:
-        checked = _slug_or_404(request.path_params["slug"])
-        if isinstance(checked, JSONResponse):
-            return checked
+        checked = existing(request.path_params["slug"])
 
         def read() -> dict[str, Any]:
             state = backend.states().get(checked)
@@ -127,77 +126,56 @@ def routes(backend: Backend, health: Callable[[], dict[str, Any]], memory: Calla
     async def create_ontology(request: Request) -> Response:
         try:
             payload = parse_json(await read_body(request, 64 * 1024))
-            name = payload["name"]
-            validate_slug(name)
-        except BodyTooLarge:
-            return error(413, "body too large")
+            name = validate_slug(payload["name"])
         except (ValueError, KeyError, TypeError):
-            return error(400, 'expected JSON {"name": "<slug: [a-z0-9-], 1-64 chars>"}')
-        try:
-            await pools.write(backend.create, name)
-        except OntologyExists:
-            return error(409, f"ontology {name!r} already exists")
+            raise BadRequest('expected JSON {"name": "<slug: [a-z0-9-], 1-64 chars>"}') from None
+        await pools.write(backend.create, name)  # OntologyExists: 409
         return JSONResponse({"slug": name, "created": True}, status_code=201)
 
     async def ingest(request: Request) -> Response:
-        try:
-            slug, filename, data = await _ingest_payload(request)
-        except BodyTooLarge:
-            return error(413, f"body over {MAX_BODY_BYTES} bytes")
-        except ValueError as exc:
-            return error(400, str(exc))
-        checked = _slug_or_404(slug)
-        if isinstance(checked, JSONResponse):
-            return checked
+        slug, filename, data = await _ingest_payload(request)
+        checked = existing(slug)
         channel = Channel.MCP if request.headers.get("x-kg-channel") == "mcp" else Channel.HTTP
         try:
             result = await pools.write(backend.ingest, checked, filename, data, channel)
-        except OntologyMissing as exc:
-            return error(404, str(exc))
-        except WriterBusy as exc:  # nothing was taken; the client keeps it and comes back
-            return JSONResponse({"error": str(exc)}, status_code=503,
-                                headers={"Retry-After": str(WriterBusy.retry_after)})
-        except OSError as exc:  # StorageUnavailable: disk full or read-only; the client keeps it
-            return error(503, f"backend cannot store artifacts right now: {exc}")
+        except UserError:  # WriterBusy among them: nothing was taken, the client comes back
+            raise
+        except OSError as exc:  # disk full or read-only: the client keeps the artifact and retries
+            raise Unavailable(f"backend cannot store artifacts right now: {exc}") from exc
         body = {"ontology": checked, **result.to_json()}
         return JSONResponse(body, status_code=422 if result.status is Status.REJECTED else 200)
 
     async def list_assertions(request: Request) -> Response:
-        checked = _slug_or_404(request.path_params["slug"])
-        if isinstance(checked, JSONResponse):
-            return checked
+        checked = existing(request.path_params["slug"])
         status = request.query_params.get("status")
-        if status and status.upper() not in {"AFFIRMATIVE", "CONTESTED", "CONTRADICTORY", "INSUFFICIENT_DATA"}:
-            return error(400, f"unknown status {status!r}")
+        label = parse_label(status) if status else None
 
         def read() -> list[dict[str, Any]]:
             with backend.get(checked).reader() as conn:
-                return [a.to_json() for a in queries.assertions(conn, status=status.upper() if status else None)]
+                return [a.to_json() for a in queries.assertions(conn, status=label.value if label else None)]
         return JSONResponse(await pools.read(read))
 
     async def get_concept(request: Request) -> Response:
-        checked = _slug_or_404(request.path_params["slug"])
-        if isinstance(checked, JSONResponse):
-            return checked
+        checked = existing(request.path_params["slug"])
         ref = request.path_params["ref"]
 
         def read() -> dict[str, Any] | None:
             with backend.get(checked).reader() as conn:
                 return queries.concept(conn, ref)
         data = await pools.read(read)
-        return error(404, f"no concept {ref!r} in {checked!r}") if data is None else JSONResponse(data)
+        if data is None:
+            raise NotFound(f"no concept {ref!r} in {checked!r}")
+        return JSONResponse(data)
 
     async def search(request: Request) -> Response:
-        checked = _slug_or_404(request.path_params["slug"])
-        if isinstance(checked, JSONResponse):
-            return checked
+        checked = existing(request.path_params["slug"])
         params = request.query_params
         q = params.get("q", "")
         try:
             limit = int(params.get("limit", "20"))
             filters = search_mod.parse_filters(params.getlist("status"), params.get("concept"), params.get("since"))
         except ValueError as exc:  # SearchError is one; so is a limit that is not a number
-            return error(400, str(exc))
+            raise BadRequest(str(exc)) from None
 
         def read() -> list[dict[str, Any]]:
             with backend.get(checked).reader() as conn:
@@ -206,13 +184,11 @@ def routes(backend: Backend, health: Callable[[], dict[str, Any]], memory: Calla
         try:
             hits = await pools.read(read)
         except search_mod.SearchError as exc:
-            return error(400, str(exc))
+            raise BadRequest(str(exc)) from None
         return JSONResponse({"query": q, "hits": hits})
 
     async def get_memory(request: Request) -> Response:
-        checked = _slug_or_404(request.path_params["slug"])
-        if isinstance(checked, JSONResponse):
-            return checked
+        checked = existing(request.path_params["slug"])
         assert memory is not None
         text = await pools.read(memory, checked)
         return Response(text, media_type="text/markdown; charset=utf-8")
@@ -232,6 +208,37 @@ def routes(backend: Backend, health: Callable[[], dict[str, Any]], memory: Calla
     return table
 
 
+def parse_label(text: str) -> Label:
+    """A label from a query parameter, any case; an unknown one is a `BadRequest` naming the valid."""
+    try:
+        return Label(text.upper())
+    except ValueError:
+        raise BadRequest(f"unknown status {text!r}; one of {', '.join(label.value for label in Label)}") from None
+
+
+async def on_user_error(request: Request, exc: Exception) -> Response:
+    """Every refusal the client can act on: `{"error": kind, "detail": what to do}` with its status."""
+    assert isinstance(exc, UserError)
+    return JSONResponse({"error": exc.kind, "detail": str(exc)}, status_code=exc.status, headers=exc.headers)
+
+
+async def on_http_exception(request: Request, exc: Exception) -> Response:
+    """Starlette's own refusals (no such route, wrong method) in the same shape."""
+    assert isinstance(exc, HTTPException)
+    kind = HTTPStatus(exc.status_code).phrase.lower().replace(" ", "-")
+    return JSONResponse({"error": kind, "detail": exc.detail}, status_code=exc.status_code, headers=exc.headers)
+
+
+async def on_unexpected(request: Request, exc: Exception) -> Response:
+    """A bug: the traceback goes to the server's log, the client learns only that it happened."""
+    log.error("unexpected error in %s %s", request.method, request.url.path, exc_info=exc)
+    return JSONResponse({"error": "internal", "detail": "unexpected server error; the server log has the traceback"},
+                        status_code=500)
+
+
+EXCEPTION_HANDLERS = {UserError: on_user_error, HTTPException: on_http_exception, Exception: on_unexpected}
+
+
 async def _ingest_payload(request: Request) -> tuple[str, str, bytes]:
     """(ontology, filename, bytes) from multipart (kg-system compatible) or JSON."""
     content_type = request.headers.get("content-type", "")
@@ -241,14 +248,14 @@ async def _ingest_payload(request: Request) -> tuple[str, str, bytes]:
         try:
             form = await parser.parse()
         except MultiPartException as exc:
-            raise ValueError(f"malformed multipart body: {exc.message}") from None
+            raise BadRequest(f"malformed multipart body: {exc.message}") from None
         upload = form.get("file")
         ontology = form.get("ontology")
         if upload is None or isinstance(upload, str) or not isinstance(ontology, str):
-            raise ValueError("multipart ingest needs a 'file' part and an 'ontology' field")
+            raise BadRequest("multipart ingest needs a 'file' part and an 'ontology' field")
         data = await upload.read()
         if len(data) > MAX_BODY_BYTES:
-            raise BodyTooLarge
+            raise BodyTooLarge(f"body over {MAX_BODY_BYTES} bytes")
         name = form.get("filename")
         filename = name if isinstance(name, str) and name else (upload.filename or "upload.md")
         return ontology, filename, data
@@ -257,7 +264,7 @@ async def _ingest_payload(request: Request) -> tuple[str, str, bytes]:
         payload = parse_json(body)
         ontology, filename, content = payload["ontology"], payload["filename"], payload["content"]
     except (ValueError, KeyError, TypeError):
-        raise ValueError('expected multipart (file, ontology) or JSON {"ontology", "filename", "content"}') from None
+        raise BadRequest('expected multipart (file, ontology) or JSON {"ontology", "filename", "content"}') from None
     if not all(isinstance(v, str) for v in (ontology, filename, content)):
-        raise ValueError("ontology, filename and content must be strings")
+        raise BadRequest("ontology, filename and content must be strings")
     return ontology, filename, content.encode("utf-8", "surrogatepass")

@@ -27,8 +27,9 @@ from filelock import FileLock, Timeout
 from ontology.archive import Archive, ArchiveCorrupt, Incoming, LogEntry
 from ontology.artifact import Artifact, ArtifactRejected, Channel
 from ontology.clock import utc_now
+from ontology.errors import NotFound, Unavailable
 from ontology.extract import Extraction, extract
-from ontology.layout import OntologyPaths, UnsafeName, ontology_paths, validate_filename
+from ontology.layout import ROOT_ENV, OntologyPaths, UnsafeName, ontology_paths, validate_filename
 from ontology.parse import parse_artifact
 from ontology.schema import SchemaMismatch, connect
 from ontology.store import GraphWriter
@@ -69,15 +70,28 @@ class IngestResult:
                 "reason": self.reason, "kind": self.kind, "version": self.version}
 
 
-class OntologyMissing(LookupError):
+class OntologyMissing(NotFound, LookupError):
     """The ontology has not been activated (its folder does not exist)."""
 
+    kind = "no-ontology"
 
-class WriterBusy(RuntimeError):
+
+class RootMissing(OntologyMissing):
+    """The knowledge root itself does not exist: nothing was ever activated or ingested there."""
+
+    kind = "no-knowledge-root"
+
+
+class WriterBusy(Unavailable, RuntimeError):
     """The ontology's writer stayed held (a rebuild, a bulk ingest) past the wait a single caller
     may spend, or too many callers already wait for it: nothing was taken; retry after a moment."""
 
+    kind = "writer-busy"
     retry_after = 2  # seconds: a rebuild or a bulk batch of BATCH_SIZE artifacts takes about this
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Retry-After": str(self.retry_after)}
 
 
 @dataclass(frozen=True)
@@ -109,8 +123,12 @@ class Ontology:
         self.paths: OntologyPaths = ontology_paths(root, slug)
         if create:
             self.paths.ingest.mkdir(parents=True, exist_ok=True)
+        elif not Path(root).is_dir():
+            raise RootMissing(f"knowledge root {root} does not exist: pass --root or set {ROOT_ENV} to "
+                              "the one you use, or start one with `kgbridge activate`")
         elif not self.paths.base.is_dir():
-            raise OntologyMissing(f"ontology {slug!r} does not exist under {root}")
+            raise OntologyMissing(f"ontology {slug!r} does not exist under {root}: activate it with "
+                                  "`kgbridge activate` (or POST /ontologies), or name another with --ontology")
         self.archive = Archive(self.paths.archive, self.paths.rejected)
         self._thread_lock = threading.Lock()
         self._file_lock = FileLock(str(self.paths.lock))

@@ -1,4 +1,4 @@
-"""Where an ontology lives on disk (CONTRACT §2), and the checks that keep outside names inside it.
+"""Where an ontology lives on disk (docs/reference.md §2), and the checks that keep outside names inside it.
 
 Invariant: every path this module returns for a slug or a filename that came from outside lies
 below `<root>/ontology/`; a name that could escape (separators, `..`, NUL, control characters)
@@ -13,10 +13,12 @@ import re
 from collections import namedtuple
 from pathlib import Path
 
+from ontology.errors import BadRequest
+
 ROOT_ENV = "KG_KNOWLEDGE_ROOT"
 DEFAULT_ROOT = "~/Knowledge"
 
-# CONTRACT §2: slugs are [a-z0-9-], at most 64 characters; always matched whole (`fullmatch`: with
+# docs/reference.md §2: slugs are [a-z0-9-], at most 64 characters; always matched whole (`fullmatch`: with
 # `match`, `$` also matches before a final newline, so "shop\n" would pass as a look-alike of "shop").
 SLUG_RE = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?")
 # Names Windows reserves for devices: a folder so named cannot be created or copied there.
@@ -26,8 +28,10 @@ MAX_FILENAME = 200
 _BAD_FILENAME_CHARS = re.compile(r"[\x00-\x1f\x7f/\\]")
 
 
-class UnsafeName(ValueError):
+class UnsafeName(BadRequest, ValueError):
     """A slug or filename from outside that could escape the ontology folder or is malformed."""
+
+    kind = "invalid-name"
 
 
 def knowledge_root(explicit: str | os.PathLike[str] | None = None) -> Path:

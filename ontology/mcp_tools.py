@@ -18,6 +18,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from ontology import queries, search
 from ontology.artifact import Channel
 from ontology.backend import Backend
+from ontology.errors import BadRequest, NotFound, UserError
 from ontology.http import VERSION
 from ontology.layout import validate_slug
 
@@ -37,15 +38,15 @@ def build_mcp(backend: Backend, health: Callable[[], dict[str, Any]],
             slug = validate_slug(ontology)
         elif project_path:
             if project_slug is None:
-                raise ValueError("this server does not map project paths; pass ontology=...")
+                raise BadRequest("this server does not map project paths; pass ontology=...")
             slug = project_slug(project_path)
         else:
             slugs = backend.slugs()
             if len(slugs) != 1:
-                raise ValueError(f"say which ontology (ontology=... or project_path=...); have: {slugs}")
+                raise BadRequest(f"say which ontology (ontology=... or project_path=...); have: {slugs}")
             slug = slugs[0]
         if not backend.exists(slug):
-            raise ValueError(f"ontology {slug!r} does not exist; have: {backend.slugs()}")
+            raise NotFound(f"ontology {slug!r} does not exist; have: {backend.slugs()}")
         return slug
 
     @mcp.tool()
@@ -54,7 +55,7 @@ def build_mcp(backend: Backend, health: Callable[[], dict[str, Any]],
         status = health()
         try:
             slug = pick(ontology, project_path)
-        except ValueError as exc:
+        except UserError as exc:
             return {**status, "ontology": None, "note": str(exc)}
         with backend.get(slug).reader() as conn:
             return {**status, "ontology": slug, "counts": queries.counts(conn)}
@@ -84,7 +85,7 @@ def build_mcp(backend: Backend, health: Callable[[], dict[str, Any]],
         with backend.get(slug).reader() as conn:
             data = queries.concept(conn, id)
         if data is None:
-            raise ValueError(f"no concept {id!r} in {slug!r}; try kg_search")
+            raise NotFound(f"no concept {id!r} in {slug!r}; try kg_search")
         return data
 
     @mcp.tool()

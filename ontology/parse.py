@@ -182,7 +182,7 @@ def classify(filename: str, meta: Mapping[str, object], hint: Kind | None) -> Ki
 
 
 def source_identity(kind: Kind, ontology: str, filename: str, meta: Mapping[str, object]) -> str:
-    """The independent source an artifact speaks for (CONTRACT §5: versions are one source)."""
+    """The independent source an artifact speaks for (docs/reference.md §4: versions are one source)."""
     if kind is Kind.LEDGER:
         session = _field(meta, "session") or PurePosixPath(filename).stem
         return f"ledger:{session}#{_field(meta, 'epoch') or '0'}"

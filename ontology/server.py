@@ -21,14 +21,15 @@ from starlette.routing import Mount
 from ontology.backend import Backend
 from ontology.connections import raise_descriptor_limit, uvicorn_limits, watch_loop
 from ontology.guard import Guard, is_loopback
-from ontology.http import VERSION, routes
+from ontology.errors import BadRequest
+from ontology.http import EXCEPTION_HANDLERS, VERSION, routes
 from ontology.mcp_tools import build_mcp
 from ontology.watcher import DropWatcher
 
 log = logging.getLogger("kgbridge.server")
 
 
-class InsecureBind(RuntimeError):
+class InsecureBind(BadRequest, RuntimeError):
     """Binding off loopback without a token would expose every ontology to the network."""
 
 
@@ -83,10 +84,12 @@ def build_app(root: Path, *, token: str | None = None, allow_remote_hosts: bool 
             async with mcp.session_manager.run():
                 yield
         finally:
-            watcher.stop()
+            if watch:
+                watcher.stop()
             backend.close()
 
-    starlette = Starlette(routes=[*routes(backend, health, render), Mount("/", app=mcp_app)], lifespan=lifespan)
+    starlette = Starlette(routes=[*routes(backend, health, render), Mount("/", app=mcp_app)], lifespan=lifespan,
+                          exception_handlers=EXCEPTION_HANDLERS)
     app = App(backend, watcher, Guard(starlette, token=token, allow_remote_hosts=allow_remote_hosts))
     holder["app"] = app
     return app

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from ontology.artifact import Channel, Kind
 from ontology.dropfile import DropRefused, read_drop
+from ontology.errors import UserError
 from ontology.ingest import Ontology
 from ontology.layout import drop_name
 from projection.mounts import is_mounted
@@ -26,6 +27,13 @@ from projection.mounts import is_mounted
 log = logging.getLogger(__name__)
 
 MOUNT_WAIT_S = 15.0
+
+
+class MountFailed(UserError, RuntimeError):
+    """The projection cannot be mounted there (already a mount point, or the daemon did not start)."""
+
+    status = 409
+    kind = "mount-failed"
 
 
 def ingest_host_files(onto: Ontology, directory: Path) -> int:
@@ -53,7 +61,7 @@ def mount(root: Path, slug: str, at: Path, *, state_dir: Path, overlay: bool = T
     """Mount the projection of `slug` at `at`; returns the daemon pid. The daemon's log and pid file
     go in `state_dir` (the bridge's per-project state, which the caller owns)."""
     if is_mounted(at):
-        raise RuntimeError(f"{at} is already a mount point; `kgbridge unmount` first")
+        raise MountFailed(f"{at} is already a mount point; `kgbridge unmount` first")
     at.mkdir(parents=True, exist_ok=True)
     onto = Ontology(root, slug)
     ingest_host_files(onto, at)
@@ -67,7 +75,7 @@ def mount(root: Path, slug: str, at: Path, *, state_dir: Path, overlay: bool = T
     while not is_mounted(at):
         if proc.poll() is not None or time.monotonic() > deadline:
             proc.kill()
-            raise RuntimeError(f"projection did not mount at {at}; see {state_dir / 'mount.log'}")
+            raise MountFailed(f"projection did not mount at {at}; see {state_dir / 'mount.log'}")
         time.sleep(0.05)
     (state_dir / "mount.pid").write_text(f"{proc.pid}\n{os.path.abspath(at)}\n")
     return proc.pid

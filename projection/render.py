@@ -1,4 +1,4 @@
-"""Render MEMORY.md within budget, by construction (CONTRACT §8). Pure.
+"""Render MEMORY.md within budget, by construction (docs/reference.md §8). Pure.
 
 Invariant (render = charge): `render_memory` is the one function that decides what fits; it charges
 every line's UTF-8 bytes (plus its newline) as it takes it, reserves the closing line before spending,

@@ -14,11 +14,13 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from kgbridge.server_process import free_port
+from projection.mounts import fuse_available
 
 BIN = Path(sys.executable).parent
 SESSION_1 = {
@@ -72,12 +74,6 @@ Open threads:
 """)
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def run(env: dict[str, str], cwd: Path, *args: str, stdin: str | None = None) -> str:
     result = subprocess.run(args, input=stdin, env=env, cwd=cwd, capture_output=True, text=True, timeout=120)
     if result.returncode != 0:
@@ -95,10 +91,6 @@ def wait_until(predicate, timeout: float, what: str) -> None:  # type: ignore[no
         if time.monotonic() > deadline:
             raise SystemExit(f"timed out waiting for {what}")
         time.sleep(0.1)
-
-
-def fuse_usable() -> bool:
-    return os.path.exists("/dev/fuse") and shutil.which("fusermount") is not None
 
 
 def main() -> None:
@@ -159,7 +151,7 @@ def main() -> None:
         wait_until(lambda: _count(port) >= 3 and not any(p for p in ingest.iterdir() if not p.name.startswith(".")),
                    60, "ingestion")
 
-        if fuse_usable():
+        if fuse_available():
             print(f"== 5. mount the projection over the memory slot {memory_dir}")
             print(run(env, project, kg, "mount").strip())
             mounted_at, shown = memory_dir, memory_dir

@@ -20,6 +20,11 @@ class UserError(Exception):
         cls.status = status or cls.status
         cls.kind = kind or cls.kind
 
+    @property
+    def headers(self) -> dict[str, str] | None:
+        """Extra response headers (a `Retry-After`, say); none by default."""
+        return None
+
 
 class BadRequest(UserError):
     """A request or an argument that is malformed."""

@@ -82,11 +82,10 @@ class RootMissing(OntologyMissing):
     kind = "no-knowledge-root"
 
 
-class WriterBusy(Unavailable, RuntimeError):
+class WriterBusy(Unavailable, RuntimeError, kind="writer-busy"):
     """The ontology's writer stayed held (a rebuild, a bulk ingest) past the wait a single caller
     may spend, or too many callers already wait for it: nothing was taken; retry after a moment."""
 
-    kind = "writer-busy"
     retry_after = 2  # seconds: a rebuild or a bulk batch of BATCH_SIZE artifacts takes about this
 
     @property

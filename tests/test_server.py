@@ -114,7 +114,7 @@ def test_http_multipart_and_json_ingest_answer_what_happened(server):
     assert 0 < len(narrowed) <= 2 and {(h["kind"], h["concept"], h["status"]) for h in narrowed} == {
         ("assertion", "testing-real-db", "INSUFFICIENT_DATA")}
     r = httpx.get(f"{server.url}/ontologies/shop/search", params={"q": "database", "status": "CONFIRMED"})
-    assert r.status_code == 400 and "unknown status" in r.json()["error"]
+    assert r.status_code == 400 and "unknown status" in r.json()["detail"]
 
 
 def test_ontology_routes_activate_over_http(server):

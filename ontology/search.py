@@ -15,9 +15,10 @@ import re
 import sqlite3
 import unicodedata
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime
 from itertools import combinations
 
+from ontology.clock import utc_text
 from ontology.evidence import Label
 from ontology.normalize import NEGATORS, STOPWORDS
 
@@ -47,6 +48,7 @@ _BOUNDARYLESS = ("\u0e00-\u0e7f\u1100-\u11ff\u3005-\u3007\u3040-\u30ff\u3130-\u3
 _RUN_RE = re.compile(f"[{_BOUNDARYLESS}]+")
 _WORD_RE = re.compile(r"[^\W_]+")  # unicode61's token characters: `_` separates, as in the index
 _EDGE_RE = re.compile(r"^[^\w~]+|[^\w]+$")
+_CONTROL_RE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 TRIGRAM = 3  # FTS5's trigram tokenizer needs three characters to use its index; shorter terms scan
 
 
@@ -133,7 +135,8 @@ def parse_query(text: str) -> tuple[Term, ...]:
     terms: list[Term] = []
     noise: list[Term] = []
     seen: set[str] = set()
-    for chunk in unicodedata.normalize("NFKC", text).split():
+    text = _CONTROL_RE.sub(" ", unicodedata.normalize("NFKC", text))  # NUL ends an FTS5 string early
+    for chunk in text.split():
         found = [Term(run, ()) for run in _RUN_RE.findall(chunk)]
         rest = _EDGE_RE.sub("", _RUN_RE.sub(" ", chunk).strip())
         tokens = tuple(t.casefold() for t in _WORD_RE.findall(rest))
@@ -172,9 +175,7 @@ def _since(value: str) -> str:
         parsed = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
     except ValueError:
         raise SearchError(f"since {value!r} is not a date; use YYYY-MM-DD or an ISO timestamp") from None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=timezone.utc)
-    return parsed.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return utc_text(parsed)
 
 
 # -- index maintenance (called by the writer, inside its transaction) -------------------------------
@@ -216,6 +217,7 @@ class _Row:
     n_for: int | None = None
     n_against: int | None = None
     updated_at: str | None = None
+    scale: str = ""  # the index that scored it: BM25 is comparable only within one
 
 
 @dataclass(frozen=True)
@@ -241,10 +243,11 @@ class _List:
         return sql, params
 
     def fetch(self, conn: sqlite3.Connection, terms: tuple[Term, ...], tier: Match, filters: Filters,
-              limit: int) -> list[_Row]:
-        """Rows matching `terms` the way `tier` asks, best first."""
+              limit: int, *, trigrams: bool = False) -> list[_Row]:
+        """Rows matching `terms` the way `tier` asks, best first; from the trigram index when a term
+        is CJK or `trigrams` says so (every term then a substring)."""
         where, params = self.where(filters)
-        if any(t.cjk for t in terms):
+        if trigrams or any(t.cjk for t in terms):
             long = [t for t in terms if len(t.literal) >= TRIGRAM]
             short = [t for t in terms if len(t.literal) < TRIGRAM]
             table = self.trigrams
@@ -262,7 +265,7 @@ class _List:
             score = f"-bm25({table}{self.bm25_weights})"
         sql = (f"SELECT {self.columns}, {score} AS raw FROM {table} {self.joins.format(t=table)} "
                f"WHERE {' AND '.join(clauses)}{where} ORDER BY raw DESC LIMIT ?")
-        return [_Row(self.kind, row[0], row[1], row[2], row[-1], *row[3:-1])
+        return [_Row(self.kind, row[0], row[1], row[2], row[-1], *row[3:-1], scale=table)
                 for row in conn.execute(sql, [*args, *params, limit])]
 
     def document_frequency(self, conn: sqlite3.Connection, term: Term) -> int:
@@ -358,6 +361,11 @@ def search(conn: sqlite3.Connection, text: str, *, limit: int = 20, filters: Fil
         for lst in lists:
             fetched = lst.fetch(conn, terms, tier, filters, FETCH_FACTOR * limit + found.count(lst.kind))
             found.add(fetched, tier, len(terms))
+    if not any(t.cjk for t in terms) and all(len(t.literal) >= TRIGRAM for t in terms):
+        # Latin words glued to CJK text ("Redisの設定", "PowerShell로") are one token to the word
+        # index: the trigram index finds them as substrings of those rows.
+        for lst in lists:
+            found.add(lst.fetch(conn, terms, Match.ALL, filters, limit, trigrams=True), Match.ALL, len(terms))
     if len(terms) > 1:
         _partial(conn, terms, filters, limit, found)
     return _rank(found, len(terms))[:limit]
@@ -395,16 +403,16 @@ def _weights(conn: sqlite3.Connection, terms: tuple[Term, ...]) -> dict[Term, fl
 
 def _rank(found: _Collector, n_terms: int) -> list[Hit]:
     """Normalize each list's text score to its best within the tier, weigh by evidence, order."""
-    best: dict[tuple[HitKind, Match], float] = {}
+    best: dict[tuple[HitKind, Match, str], float] = {}
     for f in found.found.values():
-        key = (f.row.kind, f.match)
+        key = (f.row.kind, f.match, f.row.scale)
         best[key] = max(best.get(key, 0.0), f.row.raw)
     hits = []
     said = {(f.row.concept, f.row.text) for f in found.found.values() if f.row.kind is HitKind.ASSERTION}
     for f in found.found.values():
         if f.row.kind is HitKind.CONCEPT and (f.row.concept, f.row.text) in said:
             continue  # a description is also its concept's first assertion: one hit, the labelled one
-        top = best[(f.row.kind, f.match)]
+        top = best[(f.row.kind, f.match, f.row.scale)]
         relevance = (f.row.raw / top if top > 0 else 1.0) * evidence_factor(f.row)
         score = _TIER[f.match] + relevance if f.match is not Match.PARTIAL else f.share * relevance
         r = f.row

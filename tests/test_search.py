@@ -7,11 +7,14 @@ import json
 import subprocess
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import ledger, memory
 from support.server_proc import KGBRIDGE
 from ontology import search
 from ontology.artifact import Channel
+from ontology.ingest import Ontology
 
 
 def _hits(onto, q, limit=10, **filters):
@@ -149,6 +152,7 @@ def test_cjk_words_are_found_by_substring(onto):
         (search.HitKind.CONCEPT, "シリコーンの硬度メモ"), (search.HitKind.ASSERTION, "シリコーン型は硬度40を使う")}
     assert _texts(_hits(onto, "서버")) == ["서버 설정은 PowerShell로 한다"]  # two syllables: below a trigram
     assert _texts(_hits(onto, "PowerShell 설정")) == ["서버 설정은 PowerShell로 한다"]
+    assert _texts(_hits(onto, "powershell")) == ["서버 설정은 PowerShell로 한다"]  # one token to the word index
     assert "型紙は棚3にある" in _texts(_hits(onto, "型"))
 
 
@@ -178,3 +182,19 @@ def test_cli_search_takes_the_same_filters(onto, root):
     assert len(hits) == 1 and hits[0]["status"] == "CONTESTED" and hits[0]["match"] == "all"
     bad = subprocess.run([*base, "--since", "someday"], capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "not a date" in bad.stderr and "Traceback" not in bad.stderr
+
+
+@pytest.fixture(scope="module")
+def seeded(tmp_path_factory):
+    ontology = Ontology(tmp_path_factory.mktemp("Knowledge"), "shop", create=True)
+    _disputed_corpus(ontology)
+    _ingest(ontology, ("mold.md", memory("mold", "シリコーンの硬度", "- 서버 설정은 PowerShell로 한다")))
+    yield ontology
+    ontology.close()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=40))
+def test_any_query_text_is_answered_without_an_error(seeded, text):
+    hits = _hits(seeded, text)
+    assert len(hits) <= 10 and [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)

@@ -3,7 +3,8 @@
 A PostToolUse on a memory file is delivered inline (bounded by detection's budget plus one small
 write); a rescan delivers every memory file and ledger entry not yet delivered and flushes the
 outbox. Never reads our own projection back (a mount on the memory directory is skipped), and
-never touches a path behind a possibly hung FUSE mount outside a bounded child.
+never touches a path behind a possibly hung FUSE mount outside a bounded child. For Codex, its own
+memory store (`memory_summary.md`, ad-hoc notes) is captured too, and its memory agent ignored.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 from kgbridge.bounded import TimedOut, call_bounded
 from kgbridge.deliver import Outcome, deliver, flush
 from kgbridge.detect import Detection, Transport, behind_fuse, detect
-from kgbridge.project import Harness, Project, resolve, vetoed
+from kgbridge.project import Harness, Project, codex_memories, resolve, vetoed
 from kgbridge.state import ProjectState, state_root
 from ontology.layout import memory_source
 from projection.mounts import fuse_mounts
@@ -78,7 +79,21 @@ def _memory_files(directory: Path) -> list[Path]:
         return []
 
 
-def rescan(project: Project, detection: Detection) -> dict[str, int]:
+def codex_memory_agent(cwd: str | Path) -> bool:
+    """Codex's background memory agent runs its sessions, and so our hooks, inside its own store:
+    not a project. What it consolidates is captured from the files (`codex_memory_files`)."""
+    return _inside(Path(cwd), codex_memories())
+
+
+def codex_memory_files() -> list[Path]:
+    """Codex's own memory: the summary injected at every session start and the notes "remember"
+    requests append. Per user, so each active project it works in receives them (ADR 0010)."""
+    root = codex_memories()
+    summary = root / "memory_summary.md"
+    return ([summary] if summary.is_file() else []) + _memory_files(root / "extensions" / "ad_hoc" / "notes")
+
+
+def rescan(project: Project, detection: Detection, harness: str = Harness.CLAUDE) -> dict[str, int]:
     """Deliver every memory file and ledger entry not yet delivered, then flush the outbox."""
     state = ProjectState(project.slug)
     counts = {Outcome.DELIVERED: 0, Outcome.OUTBOX: 0}
@@ -89,6 +104,8 @@ def rescan(project: Project, detection: Detection) -> dict[str, int]:
         if not projection_mounted(project.memory_dir):
             sources += [("memory", p) for p in _memory_files(project.memory_dir)]
         sources += [("ledger", p) for p in _memory_files(project.ledger_dir)]
+        if harness == Harness.CODEX:
+            sources += [("memory", p) for p in codex_memory_files()]
         for kind, path in sources:
             try:
                 data = path.read_bytes()
@@ -154,14 +171,17 @@ def handle(payload: dict, harness: str = Harness.CLAUDE) -> dict | None:
     """Act on one non-rescan hook event; returns the JSON decision to print, if any."""
     event = payload.get("hook_event_name") or ""
     cwd = payload.get("cwd") or os.getcwd()
+    if harness == Harness.CODEX and codex_memory_agent(cwd):
+        return None
     project = resolve(cwd)
     if event == "PreToolUse":
         return redirect_write(payload, project)
     if event == "PostToolUse":
-        memory_dir = project.memory_dir
-        if projection_mounted(memory_dir):
-            return None
-        targets = [p for p in edited_paths(payload, harness) if p.suffix == ".md" and _inside(p, memory_dir)]
+        memory_dirs = [] if projection_mounted(project.memory_dir) else [project.memory_dir]
+        if harness == Harness.CODEX:
+            memory_dirs.append(codex_memories())
+        targets = [p for p in edited_paths(payload, harness)
+                   if p.suffix == ".md" and any(_inside(p, d) for d in memory_dirs)]
         if not targets or vetoed(project):
             return None
         detection = detect(project)
@@ -181,9 +201,17 @@ def handle(payload: dict, harness: str = Harness.CLAUDE) -> dict | None:
 CONTEXT_BYTES = 10_000
 CONTEXT_LINES = 120
 CONTEXT_HTTP_TIMEOUT_S = 0.5
+# Codex cuts a SessionStart context above 2,500 tokens in the middle, counting 4 bytes a token (a
+# 9,969-byte context arrived whole, 12,459 bytes were cut at ~10,000): 9,600 bytes stay under it
+# even where the hook carries no additionalContextLimit.
+CODEX_CONTEXT_BYTES = 9_600
+# Codex has no memory directory of ours to open: the projection's file links mean nothing to it.
+CODEX_PREFACE = ("kgbridge memory for this project (names in it are kgbridge concepts, not files on disk: "
+                 "look them up with the MCP tools kg_concept / kg_search when the server is registered).\n\n")
+_MD_LINK = re.compile(r"\[([^\]\n]+)\]\([^)\s]+\.md\)")
 
 
-def _local_memory(database: Path, slug: str) -> str:
+def _local_memory(database: Path, slug: str, max_bytes: int) -> str:
     import sqlite3
 
     from projection.render import render_memory
@@ -196,25 +224,46 @@ def _local_memory(database: Path, slug: str) -> str:
         conn.execute("BEGIN")
         # Not mounted: the harness loads the host's own MEMORY.md itself, so the context adds only
         # what that index lacks (disputes, concepts it does not link), not the index a second time.
-        return render_memory(replace(memory_snapshot(conn, slug), host_index=None), CONTEXT_LINES, CONTEXT_BYTES)
+        return render_memory(replace(memory_snapshot(conn, slug), host_index=None), CONTEXT_LINES, max_bytes)
     finally:
         conn.close()
 
 
-def session_context(payload: dict) -> dict | None:
-    """SessionStart without a mounted projection: hand the agent a compact MEMORY.md as context."""
-    project = resolve(payload.get("cwd") or os.getcwd())
-    if vetoed(project) or projection_mounted(project.memory_dir):
+# Closes a context cut to size, so the agent knows there is more and where (whole lines only).
+CUT_NOTE = "_Cut to fit the session context: {lines} more lines in kgbridge (MCP kg_memory / kg_search)._\n"
+
+
+def _whole_lines(text: str, max_bytes: int) -> str:
+    """At most `max_bytes` UTF-8 bytes of `text`: whole lines, and a closing note when cut."""
+    data = text.encode("utf-8")
+    if len(data) <= max_bytes:
+        return text
+    room = max_bytes - len(CUT_NOTE.format(lines=len(text.splitlines())).encode("utf-8"))
+    cut = data[:max(room, 0)].rfind(b"\n")
+    kept = data[: cut + 1].decode("utf-8") if cut > 0 else ""
+    return kept + CUT_NOTE.format(lines=len(text.splitlines()) - len(kept.splitlines()))
+
+
+def session_context(payload: dict, harness: str = Harness.CLAUDE) -> dict | None:
+    """SessionStart without a mounted projection: hand the agent a compact MEMORY.md as context
+    (for Codex: smaller, so it arrives whole, and without links to files it cannot open)."""
+    cwd = payload.get("cwd") or os.getcwd()
+    if harness == Harness.CODEX and codex_memory_agent(cwd):
         return None
+    project = resolve(cwd)
+    if vetoed(project) or (harness != Harness.CODEX and projection_mounted(project.memory_dir)):
+        return None
+    preface = CODEX_PREFACE if harness == Harness.CODEX else ""
+    budget = (CODEX_CONTEXT_BYTES if harness == Harness.CODEX else CONTEXT_BYTES) - len(preface.encode("utf-8"))
     detection = detect(project)
     text = ""
     if detection.transport == Transport.DIR and detection.ingest_target:
         database = Path(detection.ingest_target).parent / "graph.db"
         try:
             if behind_fuse(database):
-                text = str(call_bounded(lambda: _local_memory(database, project.slug), 1.0))
+                text = str(call_bounded(lambda: _local_memory(database, project.slug, budget), 1.0))
             elif database.exists():
-                text = _local_memory(database, project.slug)
+                text = _local_memory(database, project.slug, budget)
         except Exception as exc:  # noqa: BLE001 - context is optional: log it, start the session anyway
             log(f"session context unavailable: {exc}")
     elif detection.transport == Transport.HTTP and detection.ingest_target:
@@ -227,14 +276,18 @@ def session_context(payload: dict) -> dict | None:
             text = body.decode("utf-8", "replace") if status == 200 else ""
         except OSError:
             text = ""
-    text = text[:CONTEXT_BYTES]
+    text = _whole_lines(text, budget)  # the HTTP route renders for a MEMORY.md slot, larger than this
     if not text.strip():
         return None
-    return {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}
+    if harness == Harness.CODEX:
+        text = _MD_LINK.sub(r"\1", text)  # only shortens: still within the budget
+    return {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": preface + text}}
 
 
-def worker(cwd: str) -> None:
+def worker(cwd: str, harness: str = Harness.CLAUDE) -> None:
+    if harness == Harness.CODEX and codex_memory_agent(cwd):
+        return
     project = resolve(cwd)
     if vetoed(project):
         return
-    rescan(project, detect(project))
+    rescan(project, detect(project), harness)

@@ -230,18 +230,45 @@ def install_hooks(claude: bool = typer.Option(False, "--claude", help="Claude Co
                   user: bool = typer.Option(False, "--user", help="User settings instead of the project's."),
                   dry_run: bool = typer.Option(False, "--dry-run", help="Show the diff, write nothing."),
                   uninstall: bool = typer.Option(False, "--uninstall", help="Remove kgbridge's hooks."),
+                  trust_project: bool = typer.Option(False, "--trust-project",
+                                                     help="Codex: also mark this project trusted (as `codex exec --trust`)."),
                   project: Optional[Path] = ProjectOpt) -> None:
     """Merge kgbridge's hook entries into the harness settings (idempotent; shows the diff)."""
     from kgbridge.install import AUTO_DREAM_WHY, apply, plan, settings_path
 
     harness = Harness.CODEX if codex and not claude else Harness.CLAUDE
-    path = settings_path(project_mod.resolve(project), harness, "user" if user else "project")
+    proj = project_mod.resolve(project)
+    path = settings_path(proj, harness, "user" if user else "project")
     p = plan(path, harness, uninstall=uninstall)
-    console.print(p.diff() or f"{path}: already up to date", markup=False, highlight=False)
+    console.print(p.diff() or f"{path}: already up to date", markup=False, highlight=False, soft_wrap=True)
     if harness == Harness.CLAUDE and not uninstall:
         console.print(AUTO_DREAM_WHY)
     if not dry_run:
         apply(p, harness, uninstall=uninstall)
+        if harness == Harness.CODEX and not uninstall:
+            _trust_codex_hooks(proj.root, project_scope=not user, trust_project=trust_project)
+
+
+def _trust_codex_hooks(root: Path, *, project_scope: bool, trust_project: bool) -> None:
+    """Codex runs only hooks it trusts: record trust for ours, or say exactly what is missing."""
+    from kgbridge import codex
+
+    try:
+        if project_scope and trust_project:
+            codex.trust_project(root)
+        if project_scope and not codex.project_trusted(root):
+            console.print(f"not yet active: {codex.trust_project_instruction(root)}; then run "
+                          f"`kgbridge install-hooks --codex` again to trust the hooks (or use --trust-project).",
+                          markup=False, highlight=False, soft_wrap=True)
+            return
+        trusted = codex.trust_ours(root)
+    except codex.CodexUnavailable as exc:
+        console.print(f"hooks not trusted yet ({exc}): open Codex in {root}, type /hooks and trust "
+                      f"the kgbridge-hook entries, or run this command again with codex on PATH.",
+                      markup=False, highlight=False, soft_wrap=True)
+        return
+    console.print(f"Codex: trusted {len(trusted)} kgbridge hook(s); `kgbridge status` shows codex_hooks.",
+                  markup=False, highlight=False, soft_wrap=True)
 
 
 @app.command()

@@ -28,7 +28,7 @@ def _may_touch_markdown(payload: dict) -> bool:
     return ".md" in (json.dumps(patch) if isinstance(patch, list) else str(patch or ""))
 
 
-def detach_worker(cwd: str) -> None:
+def detach_worker(cwd: str, harness: str) -> None:
     """fork + exec the rescan worker in its own session; the hook returns at once."""
     if os.fork() != 0:
         return
@@ -38,18 +38,18 @@ def detach_worker(cwd: str) -> None:
         for fd in (0, 1, 2):
             os.dup2(null, fd)
         os.closerange(3, 1024)
-        os.execv(sys.executable, [sys.executable, "-m", "kgbridge.hook", "--worker", cwd])
+        os.execv(sys.executable, [sys.executable, "-m", "kgbridge.hook", "--worker", cwd, "--harness", harness])
     finally:
         os._exit(0)
 
 
 def run(args: list) -> None:
+    harness = args[args.index("--harness") + 1] if "--harness" in args[:-1] else "claude"
     if args[:1] == ["--worker"] and len(args) > 1:
         from kgbridge import capture
 
-        capture.worker(args[1])
+        capture.worker(args[1], harness)
         return
-    harness = args[args.index("--harness") + 1] if "--harness" in args[:-1] else "claude"
     raw = sys.stdin.buffer.read(MAX_PAYLOAD_BYTES + 1)
     payload = json.loads(raw) if raw.strip() and len(raw) <= MAX_PAYLOAD_BYTES else {}
     if not isinstance(payload, dict):
@@ -57,12 +57,12 @@ def run(args: list) -> None:
     event = payload.get("hook_event_name")
     cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else os.getcwd()
     if event in RESCAN_EVENTS:
-        detach_worker(cwd)
+        detach_worker(cwd, harness)
         if event != "SessionStart":
             return
         from kgbridge import capture  # SessionStart only: the projection as context when not mounted
 
-        decision = capture.session_context(payload)
+        decision = capture.session_context(payload, harness)
         if decision is not None:
             sys.stdout.write(json.dumps(decision))
         return

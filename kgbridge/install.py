@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import difflib
 import json
-import os
 import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from kgbridge.project import Harness, Project, claude_home
+from kgbridge.project import Harness, Project, claude_home, codex_home
 from kgbridge.state import load_json_object, read_json, state_root
 from ontology.atomic import atomic_write
 from ontology.errors import BadRequest
@@ -29,8 +28,20 @@ CLAUDE_EVENTS: dict[str, str | None] = {
     "SessionStart": None, "PreToolUse": "Write|Edit|MultiEdit", "PostToolUse": "Write|Edit|MultiEdit",
     "Stop": None, "SubagentStop": None, "PreCompact": None, "SessionEnd": None,
 }
-# Codex edits files with apply_patch; it has no SubagentStop/PreCompact/SessionEnd events.
-CODEX_EVENTS: dict[str, str | None] = {"SessionStart": None, "PostToolUse": "apply_patch|Edit|Write", "Stop": None}
+# Codex (0.169 fires all of these): edits arrive as apply_patch; the rescans at the edges also pick up
+# its own memory notes, which it may write with a shell command no PostToolUse matcher sees. No
+# PreToolUse: nothing is mounted for Codex, its memory comes back as SessionStart context.
+CODEX_EVENTS: dict[str, str | None] = {
+    "SessionStart": None, "PostToolUse": "apply_patch|Edit|Write",
+    "Stop": None, "SubagentStop": None, "PreCompact": None, "SessionEnd": None,
+}
+HOOK_TIMEOUT_S = 10  # our hook returns in well under a second; this only bounds a pathological case
+# Codex clamps a SessionEnd hook to 3 s and warns on every session when asked for more.
+CODEX_TIMEOUTS_S = {"SessionEnd": 3}
+# Codex cuts SessionStart context above ~2,500 tokens unless the hook sets a limit; ours is rendered
+# to CODEX_CONTEXT_BYTES (kgbridge.capture), and no tokenizer counts more tokens than bytes, so a
+# limit of that many tokens always lets it through whole.
+CODEX_CONTEXT_LIMIT_TOKENS = 10_000
 AUTO_DREAM_WHY = ("autoDreamEnabled=false: background consolidation would rewrite memory files behind the "
                   "projection; kgbridge keeps every version as evidence instead.")
 _ABSENT = "__absent__"
@@ -60,10 +71,22 @@ def hook_command(harness: Harness) -> str:
     return f"{script} --harness {Harness.CODEX}" if harness == Harness.CODEX else script
 
 
+def wiring(harness: Harness, command: str) -> dict[str, dict[str, object]]:
+    """One hook group per event: what install-hooks merges and what hooks/ ships as files."""
+    groups: dict[str, dict[str, object]] = {}
+    for event, matcher in (CODEX_EVENTS if harness == Harness.CODEX else CLAUDE_EVENTS).items():
+        handler: dict[str, object] = {"type": "command", "command": command, "timeout": HOOK_TIMEOUT_S}
+        if harness == Harness.CODEX:
+            handler["timeout"] = CODEX_TIMEOUTS_S.get(event, HOOK_TIMEOUT_S)
+            if event == "SessionStart":
+                handler["additionalContextLimit"] = CODEX_CONTEXT_LIMIT_TOKENS
+        groups[event] = {**({"matcher": matcher} if matcher else {}), "hooks": [handler]}
+    return groups
+
+
 def settings_path(project: Project, harness: Harness, scope: str) -> Path:
     if harness == Harness.CODEX:
-        home = Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex")
-        return (project.root / ".codex" if scope == "project" else home) / "hooks.json"
+        return (project.root / ".codex" if scope == "project" else codex_home()) / "hooks.json"
     return (project.root / ".claude" if scope == "project" else claude_home()) / "settings.json"
 
 
@@ -96,11 +119,7 @@ def plan(path: Path, harness: Harness, *, uninstall: bool = False) -> Plan:
     hooks = _without_ours(hooks)  # type: ignore[arg-type]
     backups = read_json(state_root() / "install-backup.json")
     if not uninstall:
-        command = hook_command(harness)
-        for event, matcher in (CODEX_EVENTS if harness == Harness.CODEX else CLAUDE_EVENTS).items():
-            group: dict[str, object] = {"hooks": [{"type": "command", "command": command, "timeout": 10}]}
-            if matcher:
-                group = {"matcher": matcher, **group}
+        for event, group in wiring(harness, hook_command(harness)).items():
             hooks.setdefault(event, []).append(group)  # type: ignore[union-attr]
     if hooks:
         data["hooks"] = hooks

@@ -40,6 +40,17 @@ def claude_home() -> Path:
     return Path(os.environ.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude").expanduser()
 
 
+def codex_home() -> Path:
+    return Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex").expanduser()
+
+
+def codex_memories() -> Path:
+    """Codex's own memory store (`memories_v2`): `memory_summary.md` is injected at every session
+    start, and "remember" requests become notes under `extensions/ad_hoc/notes/`. Per user, not per
+    project."""
+    return codex_home() / "memories_v2"
+
+
 def memory_dir(root: Path) -> Path:
     """docs/reference.md §2: `autoMemoryDirectory` (project settings, then user settings) wins; else
     `<claude home>/projects/<root with every non-alphanumeric char replaced by ->/memory/`."""

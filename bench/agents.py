@@ -1,0 +1,145 @@
+"""Hook cost per session with the real agent binaries: the same scripted session with and without
+kgbridge's hooks, against the fake model API on loopback (tests/support/fake_model.py, run as a
+process: bench never imports the tests).
+
+Run: .venv/bin/python -m bench.agents [--runs 7] [--agent claude|codex|both]
+Each session makes five tool calls (two memory files, three source files) and ends. Runs alternate
+with / without hooks; reported: median session wall time each way and the difference (target
+<= 150 ms added per session), plus, for Claude Code, the hook time it logs itself (--debug-file).
+Binaries from scripts/agents.sh (pinned); our packages byte-compiled first, as pip does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import compileall
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+FAKE_MODEL = REPO / "tests" / "support" / "fake_model.py"
+CODEX_MODEL = "gpt-5.5"  # one `codex debug models` lists, so apply_patch is offered
+KEY_ENV = "KGBRIDGE_FAKE_MODEL_KEY"
+_HOOK_MS = re.compile(r"\[[^\]]*kgbridge-hook[^\]]*\][^\n]*? (?:finished|completed) with status \d+ \((\d+)ms\)")
+
+
+def memory_text(i: int) -> str:
+    return f"---\nname: fact-{i}\ndescription: fact {i}\ntype: project\n---\n- Fact {i} holds for the shop\n"
+
+
+def steps(memory_dir: Path, project: Path) -> list[dict]:
+    writes = [(memory_dir / "project_fact_1.md", memory_text(1)), (project / "a.py", "A = 1\n"),
+              (memory_dir / "project_fact_2.md", memory_text(2)), (project / "b.py", "B = 2\n"),
+              (project / "c.py", "C = 3\n")]
+    return [*({"write": {"path": str(p), "content": c}} for p, c in writes), {"text": "Done."}]
+
+
+class Sandbox:
+    def __init__(self, base: Path, bin_dir: Path, port: int) -> None:
+        self.base, self.bin = base, bin_dir
+        self.home, self.project = base / "home", base / "work" / "shop"
+        self.project.mkdir(parents=True)
+        self.home.mkdir()
+        subprocess.run(["git", "init", "-q", str(self.project)], check=True)
+        codex_home = self.home / ".codex"
+        codex_home.mkdir()
+        (codex_home / "config.toml").write_text(
+            f'model = "{CODEX_MODEL}"\nmodel_provider = "fake"\n\n[model_providers.fake]\nname = "fake"\n'
+            f'base_url = "http://127.0.0.1:{port}/v1"\nwire_api = "responses"\nenv_key = "{KEY_ENV}"\n')
+        inherited = {k: v for k, v in os.environ.items()
+                     if not k.startswith(("KG_", "CLAUDE", "ANTHROPIC_", "OPENAI_", "CODEX_"))}
+        self.env = {**inherited, "HOME": str(self.home), "CODEX_HOME": str(codex_home),
+                    "KG_KNOWLEDGE_ROOT": str(base / "Knowledge"), "KG_STATE_DIR": str(base / "state"),
+                    "PATH": f"{bin_dir}:{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
+                    "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{port}", "ANTHROPIC_API_KEY": "bench",
+                    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1", KEY_ENV: "bench"}
+        self.kg("activate")
+        self.memory_dir = Path(json.loads(self.kg("status", "--json"))["memory_dir"])
+        self.memory_dir.mkdir(parents=True, exist_ok=True)
+
+    def kg(self, *args: str) -> str:
+        return subprocess.run([sys.executable, "-m", "kgbridge.cli", *args], cwd=self.project, env=self.env,
+                              check=True, capture_output=True, text=True).stdout
+
+    def session(self, agent: str, prompt: str, debug: Path | None) -> float:
+        if agent == "claude":
+            args = [str(self.bin / "claude"), "-p", prompt, "--output-format", "json",
+                    *(["--debug-file", str(debug)] if debug else [])]
+        else:
+            args = [str(self.bin / "codex"), "exec", "--dangerously-bypass-approvals-and-sandbox", prompt]
+        start = time.perf_counter()
+        subprocess.run(args, cwd=self.project, env=self.env, stdin=subprocess.DEVNULL, capture_output=True,
+                       check=True, timeout=300)
+        return time.perf_counter() - start
+
+
+def measure(agent: str, bin_dir: Path, runs: int) -> dict[str, float]:
+    with tempfile.TemporaryDirectory() as tmp:
+        base = Path(tmp)
+        script = base / "script.json"
+        script.write_text("{}")
+        fake = subprocess.Popen([sys.executable, str(FAKE_MODEL), "--api", "anthropic" if agent == "claude" else
+                                 "responses", "--script", str(script), "--record", str(base / "requests.jsonl")],
+                                stdout=subprocess.PIPE, text=True)
+        try:
+            assert fake.stdout is not None
+            box = Sandbox(base / "sandbox", bin_dir, int(fake.stdout.readline()))
+            sessions: dict[str, list[dict]] = {}
+            timings: dict[str, list[float]] = {"with": [], "without": []}
+            hook_ms: list[float] = []
+            settings = box.project / (".claude/settings.json" if agent == "claude" else ".codex/hooks.json")
+            for i in range(runs * 2 + 1):  # the first (with hooks) warms caches and is not counted
+                hooked = i % 2 == 0
+                if hooked:
+                    box.kg("install-hooks", *(["--codex", "--trust-project"] if agent == "codex" else []))
+                else:
+                    settings.unlink()
+                for path in [*box.memory_dir.glob("*.md"), *box.project.glob("*.py")]:
+                    path.unlink()
+                marker = f"bench-{agent}-{i}"
+                sessions[marker] = steps(box.memory_dir, box.project)
+                script.write_text(json.dumps(sessions))
+                debug = base / f"debug-{i}.log" if agent == "claude" and hooked else None
+                elapsed = box.session(agent, f"{marker}: go on", debug)
+                if i == 0:
+                    continue
+                timings["with" if hooked else "without"].append(elapsed)
+                if debug is not None:
+                    hook_ms.append(sum(int(ms) for ms in _HOOK_MS.findall(debug.read_text())))
+        finally:
+            fake.terminate()
+            fake.wait(10)
+    with_ms, without_ms = (statistics.median(timings[k]) * 1000 for k in ("with", "without"))
+    return {"with_ms": with_ms, "without_ms": without_ms, "added_ms": with_ms - without_ms,
+            "hook_ms_logged": statistics.median(hook_ms) if hook_ms else float("nan")}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs", type=int, default=7, help="sessions each way per agent")
+    parser.add_argument("--agent", choices=("claude", "codex", "both"), default="both")
+    args = parser.parse_args()
+    installed = subprocess.run(["bash", str(REPO / "scripts" / "agents.sh")], capture_output=True, text=True)
+    if installed.returncode != 0:
+        raise SystemExit(f"agent binaries unavailable: {installed.stderr.strip()}")
+    bin_dir = Path(installed.stdout.strip().splitlines()[-1])
+    for package in ("kgbridge", "ontology", "projection"):
+        compileall.compile_dir(REPO / package, quiet=1)
+    print(f"| agent | sessions each way | median without hooks | median with hooks | added per session | "
+          f"hook time the agent logged |\n|---|---|---|---|---|---|")
+    for agent in (("claude", "codex") if args.agent == "both" else (args.agent,)):
+        r = measure(agent, bin_dir, args.runs)
+        logged = "n/a" if r["hook_ms_logged"] != r["hook_ms_logged"] else f"{r['hook_ms_logged']:.0f} ms"
+        print(f"| {agent} | {args.runs} | {r['without_ms']:.0f} ms | {r['with_ms']:.0f} ms | "
+              f"{r['added_ms']:+.0f} ms | {logged} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()

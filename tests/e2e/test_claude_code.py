@@ -1,0 +1,96 @@
+"""The real Claude Code binary, driven by a scripted fake Anthropic API: hooks installed by
+install-hooks or by the plugin run, memory writes reach the ontology, the projection comes back."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from support.agents import REPO, AgentSandbox, conversation, memory_file, wait_until
+from support.fuse_helpers import requires_fuse
+
+DB_FACT = "The integration tests use Postgres"
+SESSION_ONE = memory_file("test-db", "which database the integration tests use",
+                          f"- {DB_FACT}\n- database: postgres")
+SESSION_TWO = memory_file("fast-tests", "test database choice for speed",
+                          "- The integration tests do not use Postgres\n- database: sqlite")
+
+
+def write(path: Path, content: str) -> list[dict]:
+    """A session whose model writes one file with the Write tool, then says it is done."""
+    return [{"write": {"path": str(path), "content": content}}, {"text": "Saved."}]
+
+
+def activate(box: AgentSandbox, *, install: bool = True) -> None:
+    assert box.kg("activate").returncode == 0
+    if install:
+        done = box.kg("install-hooks")
+        assert done.returncode == 0, done.stderr
+
+
+def contradict(box: AgentSandbox) -> None:
+    """Two sessions write memory files that disagree; the graph keeps both as a disputed claim."""
+    box.claude_session("kg-e2e-one", write(box.memory_dir / "project_test_db.md", SESSION_ONE))
+    box.claude_session("kg-e2e-two", write(box.memory_dir / "project_fast_tests.md", SESSION_TWO))
+    both = {"memory:shop/project_test_db.md", "memory:shop/project_fast_tests.md"}
+    assert wait_until(lambda: box.sources_of(DB_FACT) == ("CONTESTED", both), 30), box.sources_of(DB_FACT)
+
+
+def test_claude_sessions_that_disagree_give_a_disputed_claim_the_next_session_starts_with(claude_box, serve):
+    serve(claude_box)
+    activate(claude_box)
+    contradict(claude_box)
+    claude_box.claude_session("kg-e2e-three", [{"text": "Hello."}])
+    first = conversation(claude_box.fake.requests("kg-e2e-three")[0])
+    assert "SessionStart hook additional context: # Memory: shop (kgbridge)" in first
+    assert "CONTESTED" in first and DB_FACT in first
+
+
+@requires_fuse
+def test_claude_writes_memory_into_the_mounted_projection_and_it_is_captured(claude_box, serve):
+    serve(claude_box)
+    activate(claude_box)
+    contradict(claude_box)
+    mounted = claude_box.kg("mount")
+    assert mounted.returncode == 0, mounted.stderr
+    try:
+        result = claude_box.claude_session("kg-e2e-four", write(claude_box.memory_dir / "project_ci.md", memory_file(
+            "ci", "where CI runs", "- CI runs the e2e job on arm64 runners")))
+        requests = claude_box.fake.requests("kg-e2e-four")
+        first = conversation(requests[0])
+        assert f"{claude_box.memory_dir}/MEMORY.md" in first and "CONTESTED" in first  # the mounted projection
+        assert result["subtype"] == "success" and not result["is_error"]
+        assert "Saved to the knowledge graph" in json.dumps(requests[-1]["messages"][-1])
+        assert wait_until(lambda: claude_box.sources_of("CI runs the e2e job on arm64 runners")[1]
+                          == {"memory:shop/project_ci.md"}, 30)
+    finally:
+        claude_box.kg("unmount")
+
+
+def test_after_deactivate_nothing_flows_and_claude_sessions_still_run(claude_box, serve):
+    serve(claude_box)
+    activate(claude_box)
+    assert claude_box.kg("deactivate").returncode == 0
+    result = claude_box.claude_session("kg-e2e-off", write(claude_box.memory_dir / "project_test_db.md", SESSION_ONE))
+    assert result["subtype"] == "success" and not result["is_error"]
+    assert DB_FACT in (claude_box.memory_dir / "project_test_db.md").read_text()
+    assert not wait_until(lambda: bool(claude_box.assertions()) or any(claude_box.ingest.iterdir()), 3)
+    assert "kgbridge" not in conversation(claude_box.fake.requests("kg-e2e-off")[0])
+
+
+def test_plugin_validates_installs_from_a_local_marketplace_and_its_hooks_capture(claude_box, serve, tmp_path):
+    claude = str(claude_box.bin / "claude")
+    for target in (REPO, REPO / "hooks"):
+        done = claude_box.run(claude, "plugin", "validate", str(target))
+        assert done.returncode == 0 and "Validation passed" in done.stdout, done.stdout + done.stderr
+    assert claude_box.run(claude, "plugin", "marketplace", "add", str(REPO)).returncode == 0
+    installed = claude_box.run(claude, "plugin", "install", "kgbridge@kgbridge")
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    serve(claude_box)
+    activate(claude_box, install=False)
+    debug = tmp_path / "claude-debug.log"
+    claude_box.claude_session("kg-e2e-plugin", write(claude_box.memory_dir / "project_test_db.md", SESSION_ONE), debug)
+    log = debug.read_text()
+    for event in ("SessionStart:startup", "PreToolUse:Write", "PostToolUse:Write", "Stop"):
+        assert f"{event} [kgbridge-hook] (plugin kgbridge@kgbridge) finished with status 0" in log, event
+    assert wait_until(lambda: claude_box.sources_of(DB_FACT)[1] == {"memory:shop/project_test_db.md"}, 30)

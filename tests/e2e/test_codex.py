@@ -1,0 +1,120 @@
+"""The real Codex binary, driven by a scripted fake Responses API: install-hooks' hooks run once
+trusted (and status says what is missing until then), Codex's own memory notes reach the ontology,
+and the next session gets the projection as SessionStart context, whole."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+
+import pytest
+
+from support.agents import AgentSandbox, conversation, memory_file, wait_until
+
+DB_FACT = "The integration tests use Postgres"
+NOTE_ONE = f"- {DB_FACT}\n- The test runner is pytest"
+NOTE_TWO = "- The integration tests do not use Postgres"
+# Codex's own summary; it names the notes directory in its instructions only when one exists.
+SUMMARY = "v1\n## User preferences\n- Answers in short sentences\n"
+# Enough concepts, in a script of two bytes a letter, that MEMORY.md at full size (24 KB), or cut
+# to 10,000 characters, would be far above Codex's cut at 2,500 tokens of 4 bytes.
+FILLER_CONCEPTS = 120
+
+
+def note(box: AgentSandbox, slug: str, text: str) -> list[dict]:
+    """A session whose model appends an ad-hoc memory note, named as Codex names them."""
+    return [{"write": {"path": str(box.codex_notes / note_name(slug)), "content": text}}, {"text": "Noted."}]
+
+
+def note_name(slug: str) -> str:
+    return f"2026-11-30T02-15-00-{slug}.md"
+
+
+def codex_config(box: AgentSandbox) -> None:
+    """Turn Codex's own memory on, with a summary, so its instructions name the notes directory."""
+    with open(box.codex_home / "config.toml", "a", encoding="utf-8") as config:
+        config.write("\n[features]\nmemories = true\n")
+    box.codex_notes.mkdir(parents=True)
+    (box.codex_home / "memories_v2" / "memory_summary.md").write_text(SUMMARY)
+
+
+def install(box: AgentSandbox, *extra: str) -> str:
+    assert box.kg("activate").returncode == 0
+    done = box.kg("install-hooks", "--codex", *extra)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def codex_hooks(box: AgentSandbox) -> str:
+    done = box.kg("status", "--json")
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)["codex_hooks"]
+
+
+def seed_concepts(box: AgentSandbox, count: int) -> None:
+    """Many unrelated memory files dropped for the server, so the projection is large."""
+    for i in range(count):
+        data = memory_file(f"topic-{i:03d}", f"что команда решила об области {i}",
+                           f"- Областью {i} владеет команда {i % 7}\n- Область {i} выходит за флагом")
+        digest = hashlib.sha256(data.encode()).hexdigest()[:12]
+        tmp = box.ingest / f".topic_{i:03d}.md"
+        tmp.write_text(data)
+        tmp.rename(box.ingest / f"memory.{digest}.topic_{i:03d}.md")
+
+
+def test_codex_runs_kgbridge_hooks_once_trusted_and_status_says_what_is_missing(codex_box, serve):
+    serve(codex_box)
+    codex_config(codex_box)
+    printed = install(codex_box)
+    assert "codex exec --trust" in printed  # the exact instruction, and the status line
+    assert codex_hooks(codex_box).startswith("project not trusted: ")
+    codex_box.codex_session("kg-e2e-untrusted", note(codex_box, "untrusted", NOTE_ONE))
+    assert not wait_until(lambda: bool(codex_box.assertions()), 3)  # Codex skipped the hooks
+    install(codex_box, "--trust-project")
+    assert codex_hooks(codex_box) == "trusted (6 hooks)"
+    codex_box.codex_session("kg-e2e-trusted", note(codex_box, "trusted", NOTE_ONE))
+    notes = {f"memory:shop/{note_name('untrusted')}", f"memory:shop/{note_name('trusted')}"}
+    # both notes arrive: the new one from PostToolUse, the earlier one from the Stop rescan
+    assert wait_until(lambda: codex_box.sources_of(DB_FACT)[1] == notes, 30), codex_box.sources_of(DB_FACT)
+    summary = {a["text"] for a in codex_box.assertions()}
+    assert "Answers in short sentences" in summary  # memory_summary.md, Codex's own memory, captured too
+
+
+@pytest.mark.parametrize("transport", ["dir", "http"])
+def test_codex_notes_that_disagree_give_a_disputed_claim_the_next_session_gets_whole(codex_box, serve, transport):
+    server = serve(codex_box)
+    if transport == "http":  # the backend is only reachable over HTTP: no knowledge root here
+        codex_box.extra_env.update({"KG_URL": server.url, "KG_KNOWLEDGE_ROOT": str(codex_box.base / "elsewhere")})
+    codex_config(codex_box)
+    install(codex_box, "--trust-project")
+    seed_concepts(codex_box, FILLER_CONCEPTS)
+    first = codex_box.codex_session("kg-e2e-one", note(codex_box, "test-db", NOTE_ONE))
+    assert "memories_v2/extensions/ad_hoc/notes/" in conversation(codex_box.fake.requests("kg-e2e-one")[0])
+    codex_box.codex_session("kg-e2e-two", note(codex_box, "fast-tests", NOTE_TWO))
+    both = {f"memory:shop/{note_name('test-db')}", f"memory:shop/{note_name('fast-tests')}"}
+    assert wait_until(lambda: codex_box.sources_of(DB_FACT) == ("CONTESTED", both), 60), codex_box.sources_of(DB_FACT)
+    assert wait_until(lambda: len(codex_box.assertions()) > FILLER_CONCEPTS, 60)
+    codex_box.codex_session("kg-e2e-three", [{"text": "Hello."}])
+    request = conversation(codex_box.fake.requests("kg-e2e-three")[0])
+    context = re.search(r"kgbridge memory for this project.*?(?=\"})", request, re.S)
+    assert context, "no SessionStart context in the first request"
+    text = context.group(0)
+    assert "CONTESTED" in text and DB_FACT in text
+    assert "tokens truncated" not in text  # Codex did not cut it
+    last = text.replace("\\n", "\n").rstrip("\n").rsplit("\n", 1)[-1]
+    assert last.startswith("_") and last.endswith("._")  # through its closing line (footer or cut note)
+    assert not re.search(r"\]\([^)]*\.md\)", text)  # no links to topic files Codex cannot open
+    assert first.returncode == 0
+
+
+def test_after_deactivate_nothing_flows_and_codex_sessions_still_run(codex_box, serve):
+    serve(codex_box)
+    codex_config(codex_box)
+    install(codex_box, "--trust-project")
+    assert codex_box.kg("deactivate").returncode == 0
+    done = codex_box.codex_session("kg-e2e-off", note(codex_box, "off", NOTE_ONE))
+    assert "Noted." in done.stdout
+    assert (codex_box.codex_notes / note_name("off")).read_text().startswith(f"- {DB_FACT}")
+    assert not wait_until(lambda: bool(codex_box.assertions()) or any(codex_box.ingest.iterdir()), 3)
+    assert "kgbridge memory" not in conversation(codex_box.fake.requests("kg-e2e-off")[0])

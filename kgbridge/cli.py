@@ -144,18 +144,14 @@ def search(query: str, root: Optional[Path] = RootOpt, ontology: Optional[str] =
            as_json: bool = JsonOpt) -> None:
     """Search concepts and assertions: all-terms hits first (phrase, near, all, then partial), labelled."""
     onto = _open(root, ontology)
-    try:
-        filters = search_mod.parse_filters(status, concept, since)
-        with onto.reader() as conn:
-            hits = search_mod.search(conn, query, limit=limit, filters=filters)
-    except search_mod.SearchError as exc:
-        err.print(f"[red]{exc}[/red]")
-        raise typer.Exit(2) from None
+    filters = search_mod.parse_filters(status, concept, since)  # a SearchError is a UserError: see main()
+    with onto.reader() as conn:
+        hits = search_mod.search(conn, query, limit=limit, filters=filters)
     if as_json:
         print(json.dumps({"ontology": onto.slug, "query": query, "hits": [h.to_json() for h in hits]},
                          ensure_ascii=False))
         return
-    table = Table(title=f"{len(hits)} hits for {query!r}")
+    table = Table(title=f"{len(hits)} hit{'' if len(hits) == 1 else 's'} for {query!r}")
     for col in ("kind", "match", "concept", "text", "label"):
         table.add_column(col, overflow="fold")
     for h in hits:

@@ -171,21 +171,16 @@ def routes(backend: Backend, health: Callable[[], dict[str, Any]], memory: Calla
         checked = existing(request.path_params["slug"])
         params = request.query_params
         q = params.get("q", "")
-        try:
-            limit = int(params.get("limit", "20"))
-            filters = search_mod.parse_filters(params.getlist("status"), params.get("concept"), params.get("since"))
-        except ValueError as exc:  # SearchError is one; so is a limit that is not a number
-            raise BadRequest(str(exc)) from None
+        limit_text = params.get("limit", "20")
+        if not limit_text.isdigit():
+            raise BadRequest(f"limit must be a whole number, not {limit_text!r}")
+        filters = search_mod.parse_filters(params.getlist("status"), params.get("concept"), params.get("since"))
 
         def read() -> list[dict[str, Any]]:
-            with backend.get(checked).reader() as conn:
-                return [h.to_json() for h in search_mod.search(conn, q, limit=max(1, min(limit, 100)),
+            with backend.get(checked).reader() as conn:  # an unknown concept is a SearchError (400)
+                return [h.to_json() for h in search_mod.search(conn, q, limit=max(1, min(int(limit_text), 100)),
                                                                 filters=filters)]
-        try:
-            hits = await pools.read(read)
-        except search_mod.SearchError as exc:
-            raise BadRequest(str(exc)) from None
-        return JSONResponse({"query": q, "hits": hits})
+        return JSONResponse({"query": q, "hits": await pools.read(read)})
 
     async def get_memory(request: Request) -> Response:
         checked = existing(request.path_params["slug"])

@@ -19,6 +19,7 @@ from datetime import datetime
 from itertools import combinations
 
 from ontology.clock import utc_text
+from ontology.errors import BadRequest
 from ontology.evidence import Label
 from ontology.normalize import NEGATORS, STOPWORDS
 
@@ -52,7 +53,7 @@ _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 TRIGRAM = 3  # FTS5's trigram tokenizer needs three characters to use its index; shorter terms scan
 
 
-class SearchError(ValueError):
+class SearchError(BadRequest):
     """A search the user can fix: an unknown label, a date that is not one, an unknown concept."""
 
 

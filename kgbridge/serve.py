@@ -1,8 +1,8 @@
 """The server as `kgbridge serve` runs it: `ontology.server` wired to the projection and the bridge.
 
 The composition root for serving: GET /ontologies/{slug}/memory and MCP `kg_memory` answer with the
-projection's MEMORY.md, and MCP `project_path` maps to a slug exactly as the hooks do. Only here do
-the three packages meet, so `ontology` imports neither `projection` nor `kgbridge` (docs/adr/0001).
+projection's MEMORY.md, and MCP `project_path` maps to a slug exactly as the hooks do. The wiring
+lives up here so that `ontology` imports neither `projection` nor `kgbridge` (docs/adr/0001).
 """
 
 from __future__ import annotations

@@ -52,5 +52,6 @@ def test_brackets_in_a_message_reach_the_user_intact(bridge):
 
 def test_unknown_label_lists_the_labels(bridge):
     bridge.cli("activate")
-    line = _one_line_refusal(bridge.cli("show", "--status", "maybe", "--ontology", "shop"))
-    assert all(label in line.upper() for label in ("AFFIRMATIVE", "CONTESTED", "CONTRADICTORY", "INSUFFICIENT_DATA"))
+    for verb in ("show", "search x"):
+        line = _one_line_refusal(bridge.cli(*verb.split(), "--status", "maybe", "--ontology", "shop"))
+        assert all(label in line.upper() for label in ("AFFIRMATIVE", "CONTESTED", "CONTRADICTORY", "INSUFFICIENT_DATA"))

@@ -9,6 +9,7 @@ whole archive log into a fresh database and swaps it in atomically.
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import hashlib
 import itertools
@@ -145,7 +146,20 @@ class Ontology:
     @contextmanager
     def _exclusive(self) -> Iterator[GraphWriter]:
         with self._thread_lock, self._file_lock:
-            yield self._open_writer()
+            try:
+                yield self._open_writer()
+            except BaseException:
+                self._discard_writer()
+                raise
+
+    def _discard_writer(self) -> None:
+        """After a failed batch the archive may hold entries the graph lacks (appended, then the
+        commit failed). The next `_open_writer` replays them, so a retry finds them applied (a
+        duplicate) instead of archiving them twice: live graph == rebuild, always."""
+        if self._writer is not None:
+            with contextlib.suppress(sqlite3.Error):
+                self._writer.conn.close()
+            self._writer = None
 
     def _open_writer(self) -> GraphWriter:
         """The writer, opened (and caught up with the archive) if needed; callers hold both locks."""
@@ -276,6 +290,9 @@ class Ontology:
             except BaseException as exc:
                 for member in group:
                     member.error, member.done = exc, True
+                self._discard_writer()
+                if not ticket.done:
+                    writer = self._open_writer()
             else:
                 for member, (_, result) in zip(group, outcomes):
                     member.result, member.done = result, True

@@ -2,9 +2,9 @@
 
 Invariants: mounted `ro`; every write-type operation answers EROFS; attribute and entry caching are
 off and files use direct I/O, so a reader never sees a stale size or a cut-off file; each `open`
-takes one snapshot of the file's bytes and serves every read of that handle from it. Overlay: the
-directory's own files stay visible (read-only) through a directory fd opened before mounting; the
-projection's MEMORY.md and topic files take precedence over same-named host files.
+takes one snapshot of the file's bytes and serves every read of that handle, and the size `fstat`
+reports to its process, from it. Overlay: the directory's own files stay visible (read-only) through
+a directory fd opened before mounting; the projection's MEMORY.md and topic files take precedence.
 """
 
 from __future__ import annotations
@@ -17,13 +17,27 @@ import threading
 import time
 from pathlib import Path
 
-from mfusepy import FUSE, FuseOSError, Operations
+from mfusepy import FUSE, FuseOSError, Operations, fuse_get_context
 
 from projection.view import ProjectionView
 
 # Every mount option the read-only, never-stale promise needs; fsname/subtype make it recognisable.
 MOUNT_OPTIONS = {"ro": True, "fsname": "kgbridge", "subtype": "kgbridge", "attr_timeout": 0,
                  "entry_timeout": 0, "negative_timeout": 0, "direct_io": True, "default_permissions": True}
+
+
+def _caller_process() -> int:
+    """The process (thread group) of the thread that made the current FUSE request: FUSE reports a
+    thread id, and a reader may open on one thread and fstat on another (libuv's pool does)."""
+    tid = fuse_get_context()[2]
+    try:
+        with open(f"/proc/{tid}/status", "rb") as status:
+            for line in status:
+                if line.startswith(b"Tgid:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return tid
 
 
 def _erofs(*_args: object, **_kwargs: object) -> int:
@@ -36,6 +50,7 @@ class ProjectionFS(Operations):
         self.host_fd = host_fd  # the memory directory underneath, opened before mounting
         self.started = time.time()
         self._handles: dict[int, bytes] = {}
+        self._opened: dict[tuple[int, str], int] = {}  # (caller's process, name) -> its latest handle
         self._counter = itertools.count(1)
         self._lock = threading.Lock()
 
@@ -69,6 +84,8 @@ class ProjectionFS(Operations):
             return {"st_mode": stat.S_IFDIR | 0o555, "st_nlink": 2, "st_uid": os.getuid(), "st_gid": os.getgid(),
                     "st_atime": self.started, "st_mtime": time.time(), "st_ctime": self.started}
         name = path.lstrip("/")
+        if fh is None:
+            fh = self._callers_handle(name)  # the kernel sends no handle with fstat: match the caller
         if fh is not None and fh in self._handles:
             return self._file_attrs(len(self._handles[fh]), time.time())
         data = self.view.read(name)
@@ -105,6 +122,7 @@ class ProjectionFS(Operations):
         with self._lock:
             handle = next(self._counter)
             self._handles[handle] = data  # the snapshot this handle serves, whatever ingests follow
+            self._opened[(_caller_process(), name)] = handle
         return handle
 
     def read(self, path: str, size: int, offset: int, fh: int) -> bytes:
@@ -116,7 +134,18 @@ class ProjectionFS(Operations):
     def release(self, path: str, fh: int) -> int:
         with self._lock:
             self._handles.pop(fh, None)
+            for key in [k for k, v in self._opened.items() if v == fh]:
+                del self._opened[key]
         return 0
+
+    def _callers_handle(self, name: str) -> int | None:
+        """The handle the calling process last opened on `name`, if still open: `fstat` on it must
+        report its snapshot's size, not the newest version's (a reader that reads exactly st_size,
+        like Node's fs.readFile, would otherwise get a cut-off file)."""
+        if not self._opened:
+            return None
+        with self._lock:
+            return self._opened.get((_caller_process(), name))
 
     def statfs(self, path: str) -> dict[str, int]:
         return {"f_bsize": 4096, "f_frsize": 4096, "f_blocks": 0, "f_bfree": 0, "f_bavail": 0, "f_files": 0,

@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import re
+import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Iterator, Sequence
@@ -20,6 +21,14 @@ from typing import Iterator, Sequence
 from ontology.atomic import atomic_write
 
 _UNSAFE_CHARS = re.compile(r"[^A-Za-z0-9._-]+")
+# rejected/ is where a person looks up why inputs were refused, not an archive: hostile or runaway
+# input must not fill the disk through it. An input up to the artifact limit is kept whole, a
+# larger one as its first 64 KiB (enough to see what it was); the oldest entries go past the bounds.
+KEEP_WHOLE_BYTES = 1024 * 1024
+PREFIX_BYTES = 64 * 1024
+REJECTED_MAX_ENTRIES = 5_000
+REJECTED_MAX_BYTES = 256 * 1024 * 1024
+REASON_SUFFIX = ".reason.json"
 # A new pack starts once the current one passes this size: small enough to copy or inspect with
 # ordinary tools, large enough that an ontology rarely holds more than a handful.
 PACK_LIMIT_BYTES = 256 * 1024 * 1024
@@ -81,6 +90,8 @@ class Archive:
         self.rejected_dir = rejected
         self.log_path = base / "log.jsonl"
         self.packs_dir = base / "packs"
+        self._rejected_lock = threading.Lock()  # rejections are kept outside the writer lock
+        self._rejected_usage: tuple[int, int] | None = None  # (entries, bytes), counted once, then kept
 
     def pack_path(self, number: int) -> Path:
         return self.packs_dir / f"{number:06d}.pack"
@@ -166,11 +177,53 @@ class Archive:
                     continue
 
     def reject(self, filename: str, data: bytes, reason: str, received_at: str, sha256: str) -> Path:
-        """Keep a refused artifact beside a file that says why; returns the kept artifact's path."""
+        """Keep a refused artifact (whole up to KEEP_WHOLE_BYTES, else its first PREFIX_BYTES)
+        beside a file that says why; returns the kept artifact's path. rejected/ stays bounded:
+        past REJECTED_MAX_ENTRIES or REJECTED_MAX_BYTES the oldest entries go."""
         stamp = received_at.replace(":", "").replace("-", "")[:15]
         kept = self.rejected_dir / f"{stamp}-{sha256[:12]}-{safe_component(filename)}"
-        atomic_write(kept, data)
-        atomic_write(kept.with_name(kept.name + ".reason.json"),
-                     json.dumps({"filename": filename, "reason": reason, "received_at": received_at,
-                                 "sha256": sha256}, indent=2).encode())
+        body = data if len(data) <= KEEP_WHOLE_BYTES else data[:PREFIX_BYTES]
+        why = json.dumps({"filename": filename, "reason": reason, "received_at": received_at, "sha256": sha256,
+                          "size": len(data), "kept_bytes": len(body)}, indent=2).encode()
+        atomic_write(kept, body)
+        atomic_write(kept.with_name(kept.name + REASON_SUFFIX), why)
+        self._account_rejected(len(body) + len(why))
         return kept
+
+    def _account_rejected(self, size: int) -> None:
+        with self._rejected_lock:
+            if self._rejected_usage is None:
+                self._rejected_usage = self._rejected_entries()[1:]
+            count, total = self._rejected_usage[0] + 1, self._rejected_usage[1] + size
+            if count > REJECTED_MAX_ENTRIES or total > REJECTED_MAX_BYTES:
+                count, total = self._evict_rejected()
+            self._rejected_usage = (count, total)
+
+    def _rejected_entries(self) -> tuple[list[tuple[Path, int]], int, int]:
+        """(kept artifacts oldest first with their bytes incl. reason, count, total bytes)."""
+        sizes: dict[str, int] = {}
+        try:
+            listing = list(os.scandir(self.rejected_dir))
+        except FileNotFoundError:
+            return [], 0, 0
+        for entry in listing:
+            if entry.name.startswith("."):
+                continue
+            key = entry.name.removesuffix(REASON_SUFFIX)
+            try:
+                sizes[key] = sizes.get(key, 0) + entry.stat(follow_symlinks=False).st_size
+            except FileNotFoundError:
+                continue
+        entries = [(self.rejected_dir / name, size) for name, size in sorted(sizes.items())]  # names start with the time
+        return entries, len(entries), sum(sizes.values())
+
+    def _evict_rejected(self) -> tuple[int, int]:
+        """Remove the oldest kept rejections until 90 % of each bound is left; returns (count, bytes)."""
+        entries, count, total = self._rejected_entries()
+        for path, size in entries:
+            if count <= REJECTED_MAX_ENTRIES * 0.9 and total <= REJECTED_MAX_BYTES * 0.9:
+                break
+            path.unlink(missing_ok=True)
+            path.with_name(path.name + REASON_SUFFIX).unlink(missing_ok=True)
+            count, total = count - 1, total - size
+        return count, total

@@ -14,10 +14,9 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from ontology.archive import PREFIX_BYTES
 from ontology.parse import MAX_ARTIFACT_BYTES
 
-# What of a refused oversized input is kept in rejected/: enough to see what it was.
-PREFIX_BYTES = 64 * 1024
 _CHUNK = 256 * 1024
 
 

@@ -168,6 +168,7 @@ class Ontology:
             self._writer.conn.close()
             self._writer = None
         if self._writer is None:
+            self._remove_rebuild_leftovers()  # a rebuild killed midway; none runs while we hold the lock
             try:
                 conn = connect(self.paths.database)
             except SchemaMismatch as exc:  # written by another version: the archive regenerates it
@@ -445,12 +446,19 @@ class Ontology:
         with self._thread_lock, self._file_lock:
             return self._rebuild_locked()
 
+    def _rebuild_path(self) -> Path:
+        return self.paths.database.with_name(self.paths.database.name + ".rebuild")
+
+    def _remove_rebuild_leftovers(self) -> None:
+        fresh = self._rebuild_path()
+        for leftover in (fresh, Path(f"{fresh}-wal"), Path(f"{fresh}-shm"), Path(f"{fresh}-journal")):
+            leftover.unlink(missing_ok=True)
+
     def _rebuild_locked(self) -> int:
         """Replay the whole archive into a fresh file, then swap it in; callers hold both locks."""
         target = self.paths.database
-        fresh = target.with_name(target.name + ".rebuild")
-        for leftover in (fresh, Path(f"{fresh}-wal"), Path(f"{fresh}-shm")):
-            leftover.unlink(missing_ok=True)
+        fresh = self._rebuild_path()
+        self._remove_rebuild_leftovers()
         writer = GraphWriter(connect(fresh))
         try:
             applied = self._replay(writer, 0)

@@ -111,9 +111,18 @@ def drop_name(kind: str, data: bytes, original: str) -> str:
     return f"{kind}.{hashlib.sha256(data).hexdigest()[:12]}.{original}"
 
 
+def name_key(filename: str) -> str:
+    """One spelling per file name in source identities: Unicode NFC (macOS writes NFD) and case
+    folded (case-insensitive disks treat `Deploys.md` and `deploys.md` as one file)."""
+    import unicodedata  # lazily: the hook imports this module on every delivery
+
+    return unicodedata.normalize("NFC", filename).casefold()
+
+
 def memory_source(slug: str, filename: str) -> str:
-    """The source identity of a memory file: every version of `<slug>/<filename>` is one source."""
-    return f"memory:{slug}/{filename}"
+    """The source identity of a memory file: every version (and every spelling, see `name_key`)
+    of `<slug>/<filename>` is one source."""
+    return f"memory:{slug}/{name_key(filename)}"
 
 
 def split_drop_name(name: str) -> tuple[str | None, str]:

@@ -18,7 +18,7 @@ import yaml
 from frontmatter.default_handlers import YAMLHandler
 
 from ontology.artifact import MEMORY_TYPES, Artifact, ArtifactRejected, Kind, split_drop_name
-from ontology.layout import memory_source
+from ontology.layout import memory_source, name_key
 
 # Far above any real memory file or ledger entry (those are a few KiB), low enough that one
 # artifact cannot stall the single writer or bloat the archive.
@@ -188,7 +188,7 @@ def source_identity(kind: Kind, ontology: str, filename: str, meta: Mapping[str,
         return f"ledger:{session}#{_field(meta, 'epoch') or '0'}"
     if kind in (Kind.MEMORY, Kind.MEMORY_INDEX):
         return memory_source(ontology, filename)
-    return f"document:{filename}"
+    return f"document:{name_key(filename)}"
 
 
 def parse_artifact(ontology: str, filename: str, data: bytes) -> Artifact:

@@ -9,19 +9,22 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, AsyncIterator, Callable
 
 import uvicorn
+from filelock import FileLock, Timeout
 from starlette.applications import Starlette
 from starlette.routing import Mount
 
+from ontology.atomic import atomic_write
 from ontology.backend import Backend
 from ontology.connections import raise_descriptor_limit, uvicorn_limits, watch_loop
 from ontology.guard import Guard, is_loopback
-from ontology.errors import BadRequest
+from ontology.errors import BadRequest, Conflict
 from ontology.http import EXCEPTION_HANDLERS, VERSION, routes
 from ontology.mcp_tools import build_mcp
 from ontology.watcher import DropWatcher
@@ -31,6 +34,27 @@ log = logging.getLogger("kgbridge.server")
 
 class InsecureBind(BadRequest, RuntimeError):
     """Binding off loopback without a token would expose every ontology to the network."""
+
+
+class AlreadyServing(Conflict, RuntimeError):
+    """Another `kgbridge serve` holds this knowledge root: two would race as writers and watchers."""
+
+
+def hold_root(root: Path, host: str, port: int) -> FileLock:
+    """The root's serve lock, held for the life of the process, with who holds it written beside."""
+    root.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(root / ".serve.lock"))
+    holder = root / ".serve.holder"
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        try:
+            who = holder.read_text(encoding="utf-8").strip()
+        except OSError:
+            who = "another process"
+        raise AlreadyServing(f"{root} is already served by {who}; stop that server first") from None
+    atomic_write(holder, f"pid {os.getpid()} at http://{host}:{port}\n".encode())
+    return lock
 
 
 @dataclass
@@ -111,8 +135,12 @@ def serve(root: Path, host: str = "127.0.0.1", port: int = 8765, token: str | No
     remote = not is_loopback(host)
     if remote and not token:
         raise InsecureBind(f"refusing to bind {host}: set KG_TOKEN (or --token) to serve off loopback")
+    lock = hold_root(root, host, port)
     app = build_app(root, token=token, allow_remote_hosts=remote, memory=memory, project_slug=project_slug)
     raise_descriptor_limit()
     config = uvicorn.Config(app.asgi, host=host, port=port, log_level="info", lifespan="on",
                             timeout_graceful_shutdown=30, **uvicorn_limits())
-    _Server(config).run()
+    try:
+        _Server(config).run()
+    finally:
+        lock.release()

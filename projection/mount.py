@@ -57,6 +57,20 @@ def ingest_host_files(onto: Ontology, directory: Path) -> int:
     return len(items)
 
 
+# The daemon's log is kept to this size (plus one previous generation) across mounts.
+MAX_LOG_BYTES = 1024 * 1024
+
+
+def _rotated(path: Path) -> Path:
+    """`path`, moved aside to `<path>.1` first when it has grown past MAX_LOG_BYTES."""
+    try:
+        if path.stat().st_size > MAX_LOG_BYTES:
+            os.replace(path, path.with_name(path.name + ".1"))
+    except FileNotFoundError:
+        pass
+    return path
+
+
 def mount(root: Path, slug: str, at: Path, *, state_dir: Path, overlay: bool = True) -> int:
     """Mount the projection of `slug` at `at`; returns the daemon pid. The daemon's log and pid file
     go in `state_dir` (the bridge's per-project state, which the caller owns)."""
@@ -67,7 +81,7 @@ def mount(root: Path, slug: str, at: Path, *, state_dir: Path, overlay: bool = T
     ingest_host_files(onto, at)
     onto.close()
     state_dir.mkdir(parents=True, exist_ok=True)
-    log = open(state_dir / "mount.log", "ab")
+    log = open(_rotated(state_dir / "mount.log"), "ab")
     proc = subprocess.Popen([sys.executable, "-m", "projection.mount", "--daemon", "--root", str(root),
                              "--ontology", slug, "--at", str(at), *([] if overlay else ["--no-overlay"])],
                             stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)

@@ -41,10 +41,12 @@ class AlreadyServing(Conflict, RuntimeError):
 
 
 def hold_root(root: Path, host: str, port: int) -> FileLock:
-    """The root's serve lock, held for the life of the process, with who holds it written beside."""
-    root.mkdir(parents=True, exist_ok=True)
-    lock = FileLock(str(root / ".serve.lock"))
-    holder = root / ".serve.holder"
+    """The root's serve lock (`<root>/ontology/.serve.lock`), held for the life of the process,
+    with who holds it written beside."""
+    base = root / "ontology"  # beside the ontologies, so the root itself holds nothing else
+    base.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(base / ".serve.lock"))
+    holder = base / ".serve.holder"
     try:
         lock.acquire(timeout=0)
     except Timeout:

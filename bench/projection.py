@@ -1,11 +1,7 @@
-"""Projection speed: render time at 10k concepts, and `cat` through the mount vs local disk.
-
-Run: .venv/bin/python -m bench.projection [--concepts 10000]
-Builds a real graph of N concepts (with contested claims) in a temporary knowledge root, then
-reports: the pure renderer on an N-concept snapshot (target <= 50 ms); snapshot + render from SQLite;
-and the median wall time of `cat MEMORY.md` through a real FUSE mount against `cat` of the same
-bytes on local disk (target ratio <= 1.5; cached render, i.e. the steady state between ingests).
-"""
+"""Projection speed: render time at 10k concepts (target <= 50 ms; without and with a host index),
+snapshot + render from SQLite, and `cat MEMORY.md` through a real FUSE mount vs the same bytes on
+local disk (target ratio <= 1.5; cached render, the steady state between ingests).
+Run: .venv/bin/python -m bench.projection [--concepts 10000]"""
 
 from __future__ import annotations
 
@@ -70,6 +66,16 @@ def main() -> None:
         full = median_ms(fresh, 5)
         print(f"render_memory (pure, {n} concepts):     {render:7.2f} ms median")
         print(f"snapshot from SQLite + render:           {full:7.1f} ms median")
+        # The host's own index: 150 linked files under two headings, as a real MEMORY.md is.
+        index = "# Memory\n\n## Feedback\n" + "".join(f"- [Rule {i}](c{i}.md) — hook {i}\n" for i in range(30))
+        index += "\n## Project\n" + "".join(f"- [Note {i}](c{i}.md) — hook {i}\n" for i in range(30, 150))
+        onto.ingest(MEMORY_NAME, index.encode(), Channel.CLI)
+        with onto.reader() as conn:
+            indexed = memory_snapshot(conn, "bench", limit=n)
+        with_index = median_ms(lambda: render_memory(indexed), 20)
+        full_index = median_ms(fresh, 5)
+        print(f"render_memory with a 150-entry host index: {with_index:5.2f} ms median")
+        print(f"snapshot + render with the host index:   {full_index:7.1f} ms median")
         if not fuse_available():
             print("FUSE unavailable: mount comparison skipped")
             return

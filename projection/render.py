@@ -26,6 +26,8 @@ INDEX_DISPUTED_SHARE = 0.15
 # own index lines are kept whole: they are the author's words).
 MAX_LINE_BYTES = 400
 RULE_TYPES = frozenset({"user", "feedback"})
+RANKED_HEADINGS = ("## Rules: user and feedback memories", "## Memory, most grounded and connected first")
+ADDITIONS_HEADING = "## Also in the knowledge graph (not in the index), ranked"
 
 
 @dataclass(frozen=True)
@@ -165,14 +167,20 @@ def _take_disputed(snap: MemorySnapshot, budget: _Budget, shown: int, out: list[
     return shown
 
 
-def _take_concepts(concepts: list[ConceptLine], heading: str, budget: _Budget, out: list[str]) -> int:
+def _take_concepts(concepts: list[ConceptLine], budget: _Budget, out: list[str],
+                   headings: tuple[str, str] | None = None) -> int:
+    """Take concept lines in order while they fit; a heading opens each run of rules and of the rest
+    (the snapshot lists rules first), or one heading for all when `headings` is None."""
     shown = 0
+    section = None
     for c in concepts:
-        lines = [_concept_line(c)] if shown else ["", heading, _concept_line(c)]
+        heading = ADDITIONS_HEADING if headings is None else headings[0] if c.rule else headings[1]
+        lines = [_concept_line(c)] if heading == section else ["", heading, _concept_line(c)]
         if not budget.fits(lines):
             break
         budget.take(lines)
         out += lines
+        section = heading
         shown += 1
     return shown
 
@@ -189,11 +197,7 @@ def _render_ranked(snap: MemorySnapshot, max_lines: int, max_bytes: int) -> str:
     shown_disputed = _take_disputed(snap, budget, 0, out, budget.used + int(body_bytes * DISPUTED_SHARE),
                                     budget.n_lines + 2 + int(body_lines * DISPUTED_SHARE), len(snap.disputed))
     # 2. rules first, then the rest, ranked, as many as fit
-    rules = [c for c in snap.concepts if c.rule]
-    rest = [c for c in snap.concepts if not c.rule]
-    shown = _take_concepts(rules, "## Rules: user and feedback memories", budget, out)
-    if shown == len(rules):
-        shown += _take_concepts(rest, "## Memory, most grounded and connected first", budget, out)
+    shown = _take_concepts(snap.concepts, budget, out, RANKED_HEADINGS)
     # 3. leftover space goes back to disputed claims
     if shown == snap.n_concepts:
         shown_disputed = _take_disputed(snap, budget, shown_disputed, out, max_bytes, max_lines, len(snap.disputed))
@@ -272,8 +276,7 @@ def _render_with_index(snap: MemorySnapshot, max_lines: int, max_bytes: int) -> 
         if i not in kept and b.kind is not BlockKind.BLANK:
             keep(i)
     additions: list[str] = []
-    shown = _take_concepts(snap.concepts, "## Also in the knowledge graph (not in the index), ranked", budget,
-                           additions)
+    shown = _take_concepts(snap.concepts, budget, additions)
     body = [line for i in sorted(kept) for line in lines[i]]
     hidden_entries = sum(1 for i in entries if i not in kept)
     footer = _footer(hidden_entries, snap.n_concepts - shown, snap.n_disputed - shown_disputed)

@@ -14,7 +14,7 @@ from pathlib import Path
 from ontology import queries
 from projection.hostindex import parse_index
 from projection.rank import ConceptStats, rank
-from projection.render import MAX_LINES, ConceptLine, DisputedLine, MemorySnapshot, clip
+from projection.render import MAX_LINES, RULE_TYPES, ConceptLine, DisputedLine, MemorySnapshot, clip
 from projection.topic import MemoryTopic, Stand, Voice
 
 MEMORY_NAME = "MEMORY.md"
@@ -45,7 +45,7 @@ def memory_files(conn: sqlite3.Connection) -> dict[str, str]:
     """Memory file name -> its concept key, for every memory file the graph holds."""
     return {r[0]: r[1] for r in conn.execute(
         "SELECT filename, concept FROM memory_files WHERE kind = 'memory' AND concept IS NOT NULL "
-        "AND filename LIKE '%.md' AND filename != ? ORDER BY filename", (MEMORY_NAME,))}
+        "AND substr(filename, -3) = '.md' AND filename != ? ORDER BY filename", (MEMORY_NAME,))}
 
 
 def host_index(conn: sqlite3.Connection) -> str | None:
@@ -88,25 +88,27 @@ def memory_snapshot(conn: sqlite3.Connection, ontology: str, limit: int = MAX_LI
     file_of: dict[str, str] = {}
     for filename, key in files.items():
         file_of.setdefault(key, filename)
-    lines: dict[str, ConceptLine] = {}
-    stats = []
-    for r in rows:
-        if not r[6] and r[0] not in file_of:
-            continue  # a bare hint (section name) with no claims and no file says nothing
-        lines[r[0]] = ConceptLine(r[0], file_of.get(r[0], f"{r[0]}.md"), clip(r[1], 120), clip(r[2] or r[10] or "", 200),
-                                  r[4], _marks(int(r[7]), int(r[8]), int(r[9])))
-        stats.append(ConceptStats(r[0], float(r[5]), degree.get(r[0], 0), r[3]))
+    by_key = {r[0]: r for r in rows if r[6] or r[0] in file_of}  # a bare hint (no claims, no file) says nothing
+
+    def line(key: str) -> ConceptLine:  # built only for what a MEMORY.md can show: 10k clips cost 40 ms
+        r = by_key[key]
+        return ConceptLine(key, file_of.get(key, f"{key}.md"), clip(r[1], 120), clip(r[2] or r[10] or "", 200), r[4],
+                           _marks(int(r[7]), int(r[8]), int(r[9])))
+
     index = host_index(conn)
     indexed: dict[str, ConceptLine] = {}
     if index is not None:
         by_loose = {_loose(name): name for name in files}
         for block in parse_index(index):
             name = by_loose.get(_loose(block.target)) if block.target else None
-            if name is not None and files[name] in lines:
-                indexed[block.target] = lines[files[name]]  # type: ignore[index]
+            if name is not None and files[name] in by_key:
+                indexed[block.target] = line(files[name])  # type: ignore[index]
     linked = {c.key for c in indexed.values()}
-    ranked = [lines[s.key] for s in rank(stats) if s.key not in linked]
-    ordered = [c for c in ranked if c.rule] + [c for c in ranked if not c.rule]
+    ranked = [s.key for s in rank([ConceptStats(r[0], float(r[5]), degree.get(r[0], 0), r[3])
+                                   for r in by_key.values()]) if s.key not in linked]
+    rules = [key for key in ranked if by_key[key][4] in RULE_TYPES]
+    rest = [key for key in ranked if by_key[key][4] not in RULE_TYPES]
+    ordered = [line(key) for key in (rules[:limit] + rest[:limit])[:limit]]
     real = "a.status IN ('CONTESTED', 'CONTRADICTORY') AND a.n_for > 0 AND a.n_against > 0"
     # One line per dispute: the values of one slot ("db: postgres" / "db: mysql") are one disagreement.
     disputes, slots = [], set()
@@ -126,8 +128,8 @@ def memory_snapshot(conn: sqlite3.Connection, ontology: str, limit: int = MAX_LI
     counts = queries.counts(conn)
     generated = max((r[3] for r in rows), default="")
     return MemorySnapshot(ontology, generated, {"concepts": counts["concepts"], "assertions": counts["assertions"],
-                                                **counts["by_status"]}, ordered[:limit], disputed,
-                          host_index=index, indexed=indexed, concepts_total=len(ordered), disputed_total=n_disputed)
+                                                **counts["by_status"]}, ordered, disputed,
+                          host_index=index, indexed=indexed, concepts_total=len(ranked), disputed_total=n_disputed)
 
 
 _ORDER = {Stand.SUPERSEDES: 0, Stand.DISPUTES: 1, Stand.AGREES: 2, Stand.ADDS: 3}

@@ -1,8 +1,10 @@
 """Server throughput: `POST /ingest` (sequential and 4 concurrent clients) and the drop directory.
 
-Run: .venv/bin/python -m bench.server [--n 500]
+Run: .venv/bin/python -m bench.server [--n 500] [--corpus zipf,repetitive --n 20000]
 Starts a real `kgbridge serve` on a free loopback port over a temporary knowledge root; all three
-figures come from one run so their ratios compare like with like on a noisy machine.
+figures come from one run so their ratios compare like with like on a noisy machine. With
+`--corpus`, only the single-POST path runs (one artifact per request, one client), over the
+`bench.ingest` corpora, reporting the rate overall and over the first and last 1,000 requests.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from pathlib import Path
 
 import httpx
 
+from bench.ingest import corpus
 from kgbridge.server_process import ServerProcess, wait_drained
 
 
@@ -24,10 +27,39 @@ def artifact(tag: str, i: int) -> bytes:
             f"type: project\n---\n- The {tag} worker {i} drains queue {i % 31} before deploys\n").encode()
 
 
+WINDOW = 1_000  # requests per window when comparing the cost of the first and the last ones
+
+
+def single_posts(kind: str, n: int) -> None:
+    """POST a corpus one artifact per request, one client, into a fresh server."""
+    artifacts = corpus(kind, n, 0.0)
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "root"
+        (root / "ontology" / "bench" / "ingest").mkdir(parents=True)
+        with ServerProcess(root) as server, httpx.Client(base_url=server.url, timeout=60) as client:
+            stamps = [time.perf_counter()]
+            for name, data in artifacts:
+                client.post("/ingest", json={"ontology": "bench", "filename": name,
+                                             "content": data.decode()}).raise_for_status()
+                stamps.append(time.perf_counter())
+    window = min(WINDOW, n)
+    first = window / (stamps[window] - stamps[0])
+    last = window / (stamps[-1] - stamps[-1 - window])
+    print(f"{kind:>10} POST /ingest, 1 client, {n} artifacts: {n / (stamps[-1] - stamps[0]):7.1f}/s overall, "
+          f"first {window} {first:7.1f}/s, last {window} {last:7.1f}/s (cost last / first {first / last:.2f})",
+          flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--n", type=int, default=500)
-    n = parser.parse_args().n
+    parser.add_argument("--corpus", help="zipf,repetitive: single-POST path over these corpora only")
+    args = parser.parse_args()
+    n = args.n
+    if args.corpus:
+        for kind in args.corpus.split(","):
+            single_posts(kind, n)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "root"
         ingest = root / "ontology" / "bench" / "ingest"

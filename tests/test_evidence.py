@@ -109,3 +109,17 @@ def test_many_sources_on_both_sides_stay_finite_and_contested():
     assert verdict.label is Label.CONTESTED
     assert verdict.belief == pytest.approx(0.5) and verdict.plausibility == pytest.approx(0.5)
     assert weigh([(1, 0.65)] * 100 + [(-1, 0.65)] * 400).label is Label.CONTRADICTORY
+
+
+def test_both_sides_saturated_still_weigh_by_their_difference():
+    """Past ~745 of weight on each side e^-W is 0: the closed form must not become 0/0."""
+    w = -math.log1p(-0.7)
+    verdict = weigh([(1, 0.7)] * 701 + [(-1, 0.7)] * 700)
+    assert verdict.belief == pytest.approx(1 / (1 + math.exp(-w)), rel=1e-9)
+    assert verdict.plausibility == pytest.approx(verdict.belief, rel=1e-9)
+    assert verdict.label is Label.CONTESTED and verdict.conflict == 1.0
+
+
+def test_a_certain_source_is_refused():
+    with pytest.raises(ValueError, match="reliability"):
+        weigh([(1, 1.0)])

@@ -37,17 +37,26 @@ def single_posts(kind: str, n: int) -> None:
         root = Path(tmp) / "root"
         (root / "ontology" / "bench" / "ingest").mkdir(parents=True)
         with ServerProcess(root) as server, httpx.Client(base_url=server.url, timeout=60) as client:
+            assert server.proc is not None
+            cpu_start = _cpu_seconds(server.proc.pid)
             stamps = [time.perf_counter()]
             for name, data in artifacts:
                 client.post("/ingest", json={"ontology": "bench", "filename": name,
                                              "content": data.decode()}).raise_for_status()
                 stamps.append(time.perf_counter())
+            server_cpu = _cpu_seconds(server.proc.pid) - cpu_start
     window = min(WINDOW, n)
     first = window / (stamps[window] - stamps[0])
     last = window / (stamps[-1] - stamps[-1 - window])
     print(f"{kind:>10} POST /ingest, 1 client, {n} artifacts: {n / (stamps[-1] - stamps[0]):7.1f}/s overall, "
-          f"first {window} {first:7.1f}/s, last {window} {last:7.1f}/s (cost last / first {first / last:.2f})",
-          flush=True)
+          f"first {window} {first:7.1f}/s, last {window} {last:7.1f}/s (cost last / first {first / last:.2f}); "
+          f"server CPU {server_cpu / n * 1000:.3f} ms/artifact ({n / server_cpu:.1f}/s)", flush=True)
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process (Linux /proc), to tell work from waiting on a busy machine."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def main() -> None:

@@ -2,7 +2,8 @@
 
 Invariant: read-only SQL over one connection; every function sees one consistent snapshot when the
 caller wraps it in a read transaction. `evidence_for` is the single definition of which sources
-count for and against an assertion: the writer weighs exactly what readers show.
+count for and against an assertion; the writer keeps aggregates of exactly those by delta
+(`aggregates`), and tests/test_evidence_aggregates.py checks the two agree.
 """
 
 from __future__ import annotations

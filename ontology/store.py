@@ -2,10 +2,11 @@
 
 Invariants: all or nothing per artifact (a savepoint inside a batch's BEGIN IMMEDIATE ... COMMIT);
 a source holds one current stance per assertion (a newer version replaces it, an older one arriving
-late only joins history); every observation and withdrawal is kept in `stance_history`; labels are
-recomputed for every assertion whose evidence changed, including exclusive alternatives in the same
-slot. Values written come from the artifact and its archive record only, never the wall clock, so a
-rebuild is identical.
+late only joins history); every observation and withdrawal is kept in `stance_history`; stances change
+only through `set_stances`, which moves the stored evidence aggregates by the same delta, and labels are
+recomputed from those aggregates for every assertion whose evidence changed and its slot rivals.
+Values written come from the artifact and its archive record only, never the wall clock, so a rebuild
+is identical.
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ from pathlib import PurePosixPath
 from slugify import slugify
 
 from ontology.artifact import Artifact, Kind
+from ontology.claims import NOT_CLAIMS, LineClassifier, LineKind, is_link_list, label_of, strip_bullet
 from ontology.normalize import Proposition, clean_markup, fact_proposition, proposition
 
 # Statements longer than this are prose dumps, not claims; shorter than this are fragments.
@@ -22,21 +23,27 @@ MIN_STATEMENT_CHARS = 3
 # Bounded work per artifact whatever the input: a file of thousands of bullets keeps its first N.
 MAX_STATEMENTS = 1000
 MAX_CONCEPT_KEY = 64
-# Labels that introduce sections or rationale; `Why: ...` is not a fact "why is ...".
+# Labels that introduce sections or rationale; `Why: ...` is not a fact "why is ...". The label
+# goes, its text is the statement (in the corpus's languages too: `**Why**：…`, `**Por qué:**`).
 SECTION_LABELS = frozenset(
     {"why", "how to apply", "key decisions", "open threads", "decisions", "next steps", "notes", "note",
-     "context", "summary", "example", "examples", "todo", "status", "outcome", "rationale", "because"}
+     "context", "summary", "example", "examples", "todo", "status", "outcome", "rationale", "because",
+     "how", "reason", "lesson", "rule", "fix", "root cause", "impact", "background", "result", "why it matters",
+     "por qué", "cómo aplicar", "pourquoi", "comment appliquer", "warum", "anwendung",
+     "为什么", "為什麼", "原因", "怎么用", "如何应用", "如何應用", "理由", "適用", "適用方法", "使い方", "이유", "적용", "적용 방법"}
 )
 MAX_FACT_KEY_WORDS = 4
-MAX_FACT_VALUE_WORDS = 6
 _MENTION_NGRAM = 4
 
-_HEADING_RE = re.compile(r"^#{1,6}\s+(.*?)\s*#*\s*$")
-_LABEL_ONLY_RE = re.compile(r"^\s*(?:[*_]{1,2})?([A-Za-z][\w \-/']{0,40}?)(?:[*_]{1,2})?:(?:[*_]{1,2})?\s*$")
-_LABEL_PREFIX_RE = re.compile(r"^\s*(?:[*_]{2})([^*_:]{1,40}):(?:[*_]{2})\s+|^\s*(?:[*_]{2})([^*_:]{1,40})(?:[*_]{2}):\s+")
-_FACT_RE = re.compile(r"^([A-Za-z][\w \-/.]{0,60}?):\s+(\S.*)$")
-_BULLET_RE = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
-_SENTENCE_SPLIT_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9`*\"'(\[])")
+_HEADING_RE = re.compile(r"^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$")
+# A bold label opening a line: "**Why:** text", "**Why**: text", "**Why**：text" (full-width colon).
+_LABEL_PREFIX_RE = re.compile(r"^\s*(?:[*_]{2})([^*_:：]{1,40})[:：](?:[*_]{2})\s*|^\s*(?:[*_]{2})([^*_:：]{1,40})(?:[*_]{2})\s*[:：]\s*")
+# `key: value` (ASCII colon and a space, or a full-width colon): a short key in any script.
+_FACT_RE = re.compile(r"^([^\s:：`][^:：`]{0,40}?)(?::\s+|：\s*)(\S.*)$")
+_BULLET_RE = re.compile(r"^\s*(?:[-*+\u2022]|\d+[.)])\s+")
+_QUOTE_RE = re.compile(r"^\s*(?:>\s?)+")
+# Sentences end at . ! ? before a capital or a digit, and after 。！？ in any case (no space there).
+_SENTENCE_SPLIT_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9`*\"'(\[])|(?<=[。！？])\s*(?=\S)")
 _MD_LINK_RE = re.compile(r"\[([^\]]*)\]\(([^)\s]+)\)")
 _WIKILINK_RE = re.compile(r"\[\[([^\]|#]+)(?:[#|][^\]]*)?\]\]")
 _INDEX_LINE_RE = re.compile(r"^\s*[-*+]\s*\[([^\]]+)\]\(([^)\s]+)\)\s*(?:[-\u2013\u2014:]+\s*(.*))?$")
@@ -108,18 +115,23 @@ def _relations(src: str, text: str) -> list[Relation]:
 
 def _statement_from_line(line: str) -> tuple[str, Proposition] | None:
     """One bullet or sentence to (display text, proposition); facts are read as "key is value"."""
+    line = strip_bullet(line)
+    if is_link_list(line):  # a "See [[x]]." sentence inside a paragraph: a relation, not a claim
+        return None
     prefix = _LABEL_PREFIX_RE.match(line)
-    if prefix:
-        line = line[prefix.end() :]
-    text = clean_markup(line).rstrip(" .;")
-    if not MIN_STATEMENT_CHARS <= len(text) <= MAX_STATEMENT_CHARS:
+    if prefix and (prefix.group(1) or prefix.group(2) or "").strip().lower() in SECTION_LABELS:
+        line = line[prefix.end():]
+    text = clean_markup(line).rstrip(" ;；")
+    if text.endswith(".") and not text.endswith(".."):
+        text = text[:-1]
+    if not MIN_STATEMENT_CHARS <= len(text) <= MAX_STATEMENT_CHARS or label_of(text) is not None:
         return None
     fact = _FACT_RE.match(text)
     if fact:
         key, value = fact.group(1).strip(), fact.group(2).strip()
         if key.lower() in SECTION_LABELS:
             text = value
-        elif len(key.split()) <= MAX_FACT_KEY_WORDS and len(value.split()) <= MAX_FACT_VALUE_WORDS:
+        elif len(key.split()) <= MAX_FACT_KEY_WORDS:
             prop = fact_proposition(key, value)
             return (text, prop) if prop else None
     prop = proposition(text)
@@ -127,11 +139,13 @@ def _statement_from_line(line: str) -> tuple[str, Proposition] | None:
 
 
 def _body_units(body: str) -> list[tuple[str | None, str]]:
-    """(section, unit) pairs: bullets and sentences, with the heading or label they sit under."""
+    """(section, unit) pairs: bullets and sentences, with the heading or label they sit under. Lines
+    that are not claims (ontology.claims: headings, labels, link lists, code, formulas, tables) are
+    left out; headings and labels still name the section of what follows."""
     units: list[tuple[str | None, str]] = []
     section: str | None = None
     paragraph: list[str] = []
-    in_code = False
+    classifier = LineClassifier()
 
     def flush() -> None:
         if paragraph:
@@ -140,21 +154,20 @@ def _body_units(body: str) -> list[tuple[str | None, str]]:
             paragraph.clear()
 
     for raw in body.split("\n"):
-        line = raw.rstrip()
-        if line.lstrip().startswith(("```", "~~~")):
+        quoted = _QUOTE_RE.match(raw)
+        line = raw[quoted.end():].rstrip() if quoted else raw.rstrip()
+        kind = classifier.classify(line)
+        if kind is LineKind.HEADING:
             flush()
-            in_code = not in_code
+            heading = _HEADING_RE.match(line)
+            section = clean_markup(heading.group(1)) if heading and heading.group(1) else section
             continue
-        if in_code or line.lstrip().startswith(("|", ">", "<!--")):
-            continue
-        if not line.strip():
+        if kind is LineKind.LABEL:
             flush()
+            section = clean_markup(label_of(line) or "") or section
             continue
-        heading = _HEADING_RE.match(line)
-        label = _LABEL_ONLY_RE.match(line) if not heading else None
-        if heading or label:
+        if kind in NOT_CLAIMS:
             flush()
-            section = clean_markup((heading or label).group(1)) or section
             continue
         if _BULLET_RE.match(line):
             flush()
@@ -164,7 +177,14 @@ def _body_units(body: str) -> list[tuple[str | None, str]]:
         else:
             paragraph.append(line.strip())
     flush()
-    return units
+    return [(sec, sentence) for sec, unit in units for sentence in _split_bullet(unit)]
+
+
+def _split_bullet(unit: str) -> list[str]:
+    """A long bullet is split into its sentences; a short one stays whole."""
+    if len(unit) <= MAX_STATEMENT_CHARS:
+        return [unit]
+    return [s for s in _SENTENCE_SPLIT_RE.split(unit) if s.strip()]
 
 
 def _statements(units: list[tuple[str | None, str]], fixed_concept: str | None, default: str) -> tuple[list[Statement], bool]:

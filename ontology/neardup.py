@@ -20,7 +20,7 @@ from fractions import Fraction
 from functools import lru_cache
 
 from ontology import minhash
-from ontology.normalize import Proposition
+from ontology.normalize import Proposition, numbers, rival
 from ontology.schema import in_chunks
 
 # Jaccard over stemmed content tokens at or above which two wordings are one proposition. 0.7 merges
@@ -84,7 +84,7 @@ class NearDuplicateIndex:
         self.conn = conn
         # assertion id -> (tokens, slot, value). These columns never change once written, and ids are
         # never reused except after a rollback, which must call `forget`.
-        self._cache: dict[int, tuple[frozenset[str], str | None, str | None]] = {}
+        self._cache: dict[int, tuple[frozenset[str], str | None, str | None, int]] = {}
 
     def forget(self) -> None:
         self._cache.clear()
@@ -131,9 +131,9 @@ class NearDuplicateIndex:
                 cache.clear()  # bounded memory; the common candidates come back within a few lookups
                 missing = ids
             for marks, chunk in in_chunks(missing):
-                for cid, tokens, slot, value in self.conn.execute(
-                        f"SELECT id, tokens, slot, value FROM assertions WHERE id IN ({marks})", chunk):
-                    cache[cid] = (frozenset(tokens.split()), slot, value)
+                for cid, tokens, slot, value, polarity in self.conn.execute(
+                        f"SELECT id, tokens, slot, value, polarity FROM assertions WHERE id IN ({marks})", chunk):
+                    cache[cid] = (frozenset(tokens.split()), slot, value, polarity)
         # Jaccard = |A & B| / (|A| + |B| - |A & B|); one comprehension keeps the per-candidate cost low.
         mine, size = prop.tokens, len(prop.tokens)
         scored = [(score, cid) for cid in ids
@@ -141,9 +141,13 @@ class NearDuplicateIndex:
                   >= NEAR_DUPLICATE_JACCARD]
         best: tuple[float, int] | None = None
         for score, cid in scored:
-            _, slot, value = cache[cid]
-            if slot and prop.slot and (slot != prop.slot or value != prop.value):
-                continue  # different values of one slot are alternatives, never the same claim
+            _, slot, value, polarity = cache[cid]
+            if slot and prop.slot and (slot != prop.slot or rival(value, prop.value)):
+                continue  # rival values of one slot are alternatives, never the same claim
+            if polarity != prop.polarity:
+                continue  # only the same wording negated (one key) denies a claim; a near one may not
+            if numbers(cache[cid][0]) != numbers(prop.tokens):
+                continue  # "185 tests green" and "257 tests green" are two claims
             if best is None or score > best[0]:
                 best = (score, cid)
         return best[1] if best else None

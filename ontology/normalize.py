@@ -1,19 +1,23 @@
-"""Turn one statement into a polarity-free proposition: its key, tokens, stance and slot.
+"""A statement's display text (the author's words) and its proposition: key, tokens, stance, slot.
 
-Invariant: two statements that differ only in case, punctuation, markdown emphasis or code ticks,
-whitespace, articles, filler words or simple inflection get the same `key`; a negated statement
-("never", "not", "no longer", "don't", "avoid", ...) gets the same key with the opposite polarity.
-Pure functions, deterministic, no I/O.
+Invariant: display text keeps the author's wording byte for byte (identifiers, paths, code spans,
+`_`, `~`, numbers); only list markers, wrapping emphasis and link syntax go. Normalization lives
+only in matching keys: two statements that differ in case, width, punctuation, emphasis, articles
+or simple inflection share a key, in every script (ontology.tokens); a negation the language makes
+unambiguous (ontology.language) gives the same key the opposite polarity. Pure, no I/O.
 """
 
 from __future__ import annotations
 
+import enum
 import re
-import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
 
 import snowballstemmer
+
+from ontology.language import Lang, detect, strip_negation, unspaced_negation
+from ontology.tokens import fold, has_unspaced, words as split_words
 
 _STEMMER = snowballstemmer.stemmer("english")
 
@@ -25,12 +29,26 @@ STOPWORDS = frozenset(
     do does did to of for in on at by with from as so very all any some be been being
     and or but then there here when while which who whom what""".split()
 )
-# Tokens that flip the stance. Contractions ending in n't are handled by rule, not listed.
-NEGATORS = frozenset({"not", "never", "no", "cannot", "avoid", "avoids", "avoided", "avoiding", "nor"})
-# "X is Y" / "X uses Y" shapes whose value is exclusive: another value for the same subject and
-# relation is evidence against this one.
+# "X is Y" / "X uses Y" shapes whose value may be exclusive (English prose only).
 _SLOT_VERBS = {"is": "is", "are": "is", "=": "is", "uses": "uses", "use": "uses", "using": "uses"}
 MAX_SLOT_SIDE_TOKENS = 5  # longer sides are prose, not a fact about one subject
+# A rival value is short and atomic: a name, number, date, version, path or yes/no. Longer values
+# are descriptions, and two descriptions of one thing are not rivals.
+MAX_VALUE_TOKENS = 3
+MAX_VALUE_CHARS = 40
+# With its elaboration a fact's value stays short ("removed — migrated to K3s"); a longer one is a
+# description under a label ("Design: parseWater(text) → ..."), never a rival of another.
+MAX_ELABORATED_VALUE_TOKENS = 6
+# Subjects too generic to name one thing: "Related: a" and "Related: b" in two files, or "Status:"
+# of two different tasks, are not rival values of one slot.
+GENERIC_SUBJECTS = frozenset(
+    """related see also nothing everything something anything user users it this that status state
+    note notes result results outcome why how todo done next summary example examples context reason
+    rule rules fix issue issues problem answer solution current update updated new old tip tips warning
+    important key goal goals step steps item items detail details info data value values file files
+    change changes source sources link links ref refs reference references other misc general
+    statut état résultat estado resultado nota ergebnis hinweis stand""".split()
+) | frozenset("状态 状態 상태 관련 연관 相关 相關 関連 参照 결과 结果 結果 原因 注意 备注 備考 참고 메모".split())
 # Clauses that only contrast ("use X, not Y", "X instead of Y") or give a reason or purpose ("... to
 # speed up CI", "... because it flaked") elaborate a claim; they are not the claim, so they do not
 # take part in matching (the display text keeps them).
@@ -39,85 +57,192 @@ _ELABORATION_RE = re.compile(
     r"|\s(?:rather than|instead of|because|since|so that|in order to|"
     r"to (?:speed|avoid|keep|make|save|reduce|prevent|ensure|stop|get|allow|help))\b.*$",
     re.IGNORECASE)
+# Where an atomic value ends and its elaboration starts: "removed — migrated to K3s", "True (default
+# False)", "52; pinned". The head is the value; the rest agrees with any statement of the head.
+_VALUE_END_RE = re.compile(r"\s+[-\u2013\u2014]+\s|\s*[(（\[;；]|\.\s|,\s*(?:but|not|since|because)\b|\s+(?:but|since|because)\s")
+_LIST_RE = re.compile(r",|、|，|\s\+\s|\s&\s|\s/\s|\sand\s|\sund\s|\set\s|\sy\s")
 
 _LINK_RE = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
-_WIKILINK_RE = re.compile(r"\[\[([^\]|#]+)(?:[#|][^\]]*)?\]\]")
-_MARKUP_RE = re.compile(r"[*_`~]+")
-_BULLET_RE = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
-_TOKEN_RE = re.compile(r"[a-z0-9]+(?:'[a-z]+)?|=")
+_WIKILINK_RE = re.compile(r"\[\[([^\]|#]+)(?:[#|]([^\]]*))?\]\]")
+_CODE_SPAN_RE = re.compile(r"(`+)(.+?)\1")
+_HTML_COMMENT_RE = re.compile(r"<!--.*?(?:-->|$)")
+_BULLET_RE = re.compile(r"^\s*(?:[-*+\u2022]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
+# Emphasis delimiters, CommonMark-style: `_` only at word boundaries (never inside snake_case).
+_EMPHASIS_RES = (
+    re.compile(r"(?<![\\*])\*\*(?=\S)(.+?)(?<=\S)\*\*"),
+    re.compile(r"(?<![\w\\])__(?=\S)(.+?)(?<=\S)__(?!\w)"),
+    re.compile(r"(?<![\w*\\])\*(?=[^\s*])(.+?)(?<=[^\s*])\*(?![\w*])"),
+    re.compile(r"(?<![\w\\])_(?=[^\s_])(.+?)(?<=[^\s_])_(?!\w)"),
+)
+_ESCAPE_RE = re.compile(r"\\([\\`*_{}\[\]()#+\-.!~|<>])")
+
+
+class ValueKind(enum.Enum):
+    """What an atomic slot value is; values of different kinds are never rivals."""
+
+    DATE = "date"
+    NUMBER = "number"
+    VERSION = "version"
+    PATH = "path"
+    BOOLEAN = "bool"
+    NAME = "name"
+
+
+TIME_VARYING = frozenset({ValueKind.DATE.value, ValueKind.NUMBER.value, ValueKind.VERSION.value})
+_NUMBER_IN_RE = re.compile(r"\d+(?:[.,]\d+)*")
+_BOOLEANS = frozenset("true false yes no on off enabled disabled sí si oui non ja nein 是 否 有 无 예 아니오".split())
+_DATE_RE = re.compile(r"\d{4}-\d{1,2}(?:-\d{1,2})?|\d{1,2}/\d{1,2}/\d{2,4}")
+_VERSION_RE = re.compile(r"^v?\d+(?:\.\d+)+[a-z0-9.\-]*$|^v\d+$", re.IGNORECASE)
+_NUMBER_RE = re.compile(r"^[~≈<>≤≥+\-±#]?\s*\d")
+_PATH_RE = re.compile(r"[/\\_~]|\.\w{1,5}$|^\.\w")
 
 
 @dataclass(frozen=True)
 class Proposition:
-    key: str  # stemmed content tokens in order, space-joined; identity of the proposition
-    tokens: frozenset[str]  # stemmed content tokens; near-duplicate matching works on these
+    key: str  # matching tokens in order, space-joined; identity of the proposition
+    tokens: frozenset[str]  # matching tokens; near-duplicate matching works on these
     polarity: int  # +1 as stated, -1 when the statement negates the proposition
     slot: str | None  # "subject|relation" for exclusive facts, else None
-    value: str | None  # the stemmed value within the slot
+    value: str | None  # "kind:value tokens" within the slot
+
+
+def _outside_code(text: str, fn) -> str:
+    """Apply `fn` to the parts of text that are not code spans; code spans stay byte for byte."""
+    out, last = [], 0
+    for m in _CODE_SPAN_RE.finditer(text):
+        out.append(fn(text[last:m.start()]))
+        out.append(m.group(0))
+        last = m.end()
+    out.append(fn(text[last:]))
+    return "".join(out)
+
+
+def _unmark(part: str) -> str:
+    part = _HTML_COMMENT_RE.sub("", part)
+    part = _WIKILINK_RE.sub(lambda m: m.group(2) or m.group(1), part)
+    part = _LINK_RE.sub(lambda m: m.group(1), part)
+    for pattern in _EMPHASIS_RES:
+        part = pattern.sub(lambda m: m.group(1), part)
+    return _ESCAPE_RE.sub(lambda m: m.group(1), part)
 
 
 def clean_markup(text: str) -> str:
-    """Display form: markdown links, wikilinks, emphasis and bullets removed, whitespace folded."""
-    text = _WIKILINK_RE.sub(lambda m: m.group(1), text)
-    text = _LINK_RE.sub(lambda m: m.group(1), text)
+    """Display form, the author's words: list marker, emphasis delimiters, link syntax and inline
+    HTML comments go; identifiers, paths, code spans, `_`, `~` and numbers stay as written."""
     text = _BULLET_RE.sub("", text)
-    text = _MARKUP_RE.sub("", text)
-    return " ".join(text.split()).strip()
+    return " ".join(_outside_code(text, _unmark).split()).strip()
 
 
 @lru_cache(maxsize=65536)
 def stem(token: str) -> str:
-    return _STEMMER.stemWord(token)
+    return _STEMMER.stemWord(token) if token.isascii() and token.isalpha() else token
 
 
-def _tokens(text: str) -> list[str]:
-    text = unicodedata.normalize("NFKC", text).lower().replace("\u2019", "'")
-    return _TOKEN_RE.findall(text)
-
-
-def _strip_negation(tokens: list[str]) -> tuple[list[str], int]:
-    """Remove negators, returning the remaining tokens and the polarity they implied."""
+def _segment(text: str) -> tuple[list[str], list[str], int, Lang]:
+    """(all tokens, word tokens, polarity, language) of display text, negators removed."""
+    folded = fold(text.replace("`", " "))
+    pieces = split_words(folded)
+    lang = detect(text, [t for t, is_word in pieces if is_word])
     polarity = 1
-    kept: list[str] = []
-    i = 0
-    while i < len(tokens):
-        tok = tokens[i]
-        if tok == "no" and i + 1 < len(tokens) and tokens[i + 1] == "longer":
-            polarity, i = -polarity, i + 2
-            continue
-        if tok in NEGATORS:
-            polarity = -polarity
-        elif tok.endswith("n't"):
-            polarity = -polarity
-            base = {"won't": "will", "can't": "can", "shan't": "shall"}.get(tok, tok[:-3])
-            kept.append(base)
-        else:
-            kept.append(tok.replace("'", ""))
-        i += 1
-    return kept, polarity
+    if lang in (Lang.ZH, Lang.JA):
+        folded, polarity = unspaced_negation(lang, folded)
+        pieces = split_words(folded)
+    kept, word_polarity = strip_negation(lang, [t for t, _ in pieces])
+    return kept, [t for t in kept if not has_unspaced(t)], polarity * word_polarity, lang
 
 
-def _slot(words: list[str]) -> tuple[str, str] | None:
+def content_key(text: str) -> str:
+    """Matching tokens of a phrase: used for slot subjects and values and concept names."""
+    return " ".join(stem(t) for t, _ in split_words(fold(text)) if t not in STOPWORDS and t != "=")
+
+
+def _content(tokens: list[str]) -> list[str]:
+    return [stem(t) for t in tokens if t not in STOPWORDS and t != "="]
+
+
+def is_generic_subject(subject: str) -> bool:
+    tokens = [t for t, _ in split_words(fold(subject)) if t not in STOPWORDS]
+    return not tokens or all(t in GENERIC_SUBJECTS or stem(t) in GENERIC_SUBJECTS for t in tokens)
+
+
+def value_kind(value: str) -> ValueKind:
+    head = value.strip().strip("`*\"'")
+    if _DATE_RE.search(head):
+        return ValueKind.DATE
+    if _VERSION_RE.match(head):
+        return ValueKind.VERSION
+    if _NUMBER_RE.match(head):
+        return ValueKind.NUMBER
+    if fold(head) in _BOOLEANS:
+        return ValueKind.BOOLEAN
+    if _PATH_RE.search(head):
+        return ValueKind.PATH
+    return ValueKind.NAME
+
+
+def atomic_value(value: str) -> str | None:
+    """The atomic head of a fact's value ("removed" of "removed — migrated to K3s"), or None when the
+    value is a list or a description rather than one name, number, date, version, path or yes/no."""
+    if len(_content([t for t, _ in split_words(fold(value.replace("`", " ")))])) > MAX_ELABORATED_VALUE_TOKENS:
+        return None
+    head = _VALUE_END_RE.split(value, maxsplit=1)[0].strip().rstrip(".:;,")
+    if not head or len(head) > MAX_VALUE_CHARS or _LIST_RE.search(head):
+        return None
+    if len(_content([t for t, _ in split_words(fold(head.replace("`", " ")))])) > MAX_VALUE_TOKENS:
+        return None
+    return head
+
+
+def rival(a: str | None, b: str | None) -> bool:
+    """Two slot values are rivals (one is evidence against the other) only when they are of the same
+    kind, differ, and neither elaborates the other (its tokens a subset of the other's)."""
+    if not a or not b or a == b:
+        return False
+    kind_a, _, rest_a = a.partition(":")
+    kind_b, _, rest_b = b.partition(":")
+    if kind_a != kind_b:
+        return False
+    ta, tb = set(rest_a.split()), set(rest_b.split())
+    if not ta or not tb or ta <= tb or tb <= ta:
+        return False
+    # A date, count or version that differs is usually a later value of a time-varying fact (a new
+    # run, a new release), not a disagreement. A path names one artifact among many ("Plan:
+    # plans/012.md" in one plan file, "Plan: plans/008.md" in the next): a listing, not a rival.
+    return kind_a not in TIME_VARYING and kind_a != ValueKind.PATH.value
+
+
+def numbers(tokens: frozenset[str] | set[str]) -> frozenset[str]:
+    """The numbers a statement states; two wordings with different numbers are different claims."""
+    return frozenset(n for t in tokens if t[:1].isdigit() for n in _NUMBER_IN_RE.findall(t))
+
+
+def _prose_slot(words: list[str]) -> tuple[str, str] | None:
     for i, word in enumerate(words):
         relation = _SLOT_VERBS.get(word)
         if relation is None:
             continue
         subject = [t for t in words[:i] if t not in STOPWORDS]
-        value = [t for t in words[i + 1 :] if t not in STOPWORDS]
-        if 0 < len(subject) <= MAX_SLOT_SIDE_TOKENS and 0 < len(value) <= MAX_SLOT_SIDE_TOKENS:
-            return " ".join(map(stem, subject)) + "|" + relation, " ".join(map(stem, value))
-        return None
+        value = [t for t in words[i + 1:] if t not in STOPWORDS]
+        if not (0 < len(subject) <= MAX_SLOT_SIDE_TOKENS and 0 < len(value) <= MAX_VALUE_TOKENS):
+            return None
+        if is_generic_subject(" ".join(subject)):
+            return None
+        head = " ".join(value)
+        return " ".join(map(stem, subject)) + "|" + relation, f"{value_kind(head).value}:{' '.join(map(stem, value))}"
     return None
 
 
 def proposition(text: str) -> Proposition | None:
     """The proposition a statement asserts, or None when nothing of substance is left."""
-    cleaned = _ELABORATION_RE.sub("", clean_markup(text))
-    words, polarity = _strip_negation(_tokens(cleaned))
-    slot = _slot(words)
-    content = [stem(t) for t in words if t not in STOPWORDS and t != "="]
+    display = clean_markup(text)
+    cleaned = _ELABORATION_RE.sub("", display)
+    tokens, words, polarity, lang = _segment(cleaned)
+    content = _content(tokens)
     if not content:
         return None
+    slot = None
+    if lang in (Lang.EN, Lang.UNKNOWN) and len(words) == len(tokens):  # "X is Y": English prose only
+        slot = _prose_slot(tokens)
     if slot is not None:
         subject, relation = slot[0].split("|")
         # Canonical order for facts so "database: postgres" and "the database is Postgres" meet.
@@ -127,5 +252,19 @@ def proposition(text: str) -> Proposition | None:
 
 
 def fact_proposition(key: str, value: str) -> Proposition | None:
-    """A `key: value` fact, read as "key is value" so it meets the prose form of the same fact."""
-    return proposition(f"{key} is {value}")
+    """A `key: value` fact. It is a slot ("key is value", meeting the prose form of the same fact)
+    only for a specific subject and an atomic value; otherwise it is a plain statement."""
+    head = atomic_value(value)
+    if head is None or is_generic_subject(key):
+        return proposition(f"{key}: {value}")
+    full = proposition(f"{key}: {value}")
+    subject = content_key(key)
+    if full is None or not subject:
+        return full
+    tokens, _, polarity, _ = _segment(head)  # "Redis: not used" denies "Redis: used"
+    value_tokens = _content(tokens)
+    if not value_tokens:
+        return full
+    slot_value = f"{value_kind(head).value}:{' '.join(value_tokens)}"
+    # The key holds only subject and head: "removed" and "removed — migrated to K3s" are one claim.
+    return Proposition(f"{subject} is {slot_value}", full.tokens, polarity, f"{subject}|is", slot_value)

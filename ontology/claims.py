@@ -1,0 +1,146 @@
+"""What is a claim: which lines of a markdown body can state something (ADR 0008).
+
+Invariant: pure, line by line with a small amount of block state (fences, `$$`, indented code).
+Headings, label-only lines, link lists, code, formulas, table rows and HTML comments are never
+claims; link lists still yield relations. Everything else is handed to extraction as text.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+
+
+class LineKind(enum.Enum):
+    TEXT = "text"  # may state something
+    HEADING = "heading"
+    LABEL = "label"  # "**How to apply:**", "Why：", "Done items:"
+    LINK_LIST = "link list"  # "Related: [[a]], [[b]]", bare "[[a]] [[b]]": relations, not claims
+    FENCE = "fence"  # opens or closes a code block or a $$ block
+    CODE = "code"  # inside a fence, an indented block, or a command line
+    FORMULA = "formula"
+    TABLE = "table"
+    COMMENT = "comment"
+    BLANK = "blank"
+
+
+NOT_CLAIMS = frozenset(LineKind) - {LineKind.TEXT}
+
+_BULLET_RE = re.compile(r"^\s*(?:[-*+\u2022]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
+_HEADING_RE = re.compile(r"^\s{0,3}#{1,6}(?:\s|$)")
+# A label: a short phrase ending in an ASCII or full-width colon, emphasis around either side.
+_LABEL_RE = re.compile(r"^(?:\*\*|__)?\s*(?P<label>[^:：]{1,60}?)\s*(?:\*\*|__)?\s*[:：]\s*(?:\*\*|__)?\s*$")
+_LINK_RE = re.compile(r"\[\[[^\]]*\]\]|!?\[[^\]]*\]\([^)]*\)|<https?://[^>]+>|https?://\S+")
+# Words that introduce a list of links, in the corpus's languages.
+_LINK_LEAD_RE = re.compile(
+    r"^(?:\*\*|__)?\s*(?:related(?: notes?| memories| files?)?|see(?: also)?|also see|refs?|references?|links?|"
+    r"voir(?: aussi)?|siehe(?: auch)?|ver(?: también)?|véase|relacionad[oa]s?|"
+    r"相关|相關|关联|關聯|参见|參見|参照|関連|参考|관련|연관|참고)\s*(?:\*\*|__)?\s*[:：]?\s*(?:\*\*|__)?",
+    re.IGNORECASE)
+_LINK_FILLER_RE = re.compile(r"\b(?:and|or|et|und|y|e|also)\b|[\s,;、，/&+·|()\-–—.:：*_]+", re.IGNORECASE)
+MIN_PROSE_CHARS = 12  # a link line with fewer word characters of its own is a list of links
+_FORMULA_RE = re.compile(r"\\(?:frac|sum|int|sqrt|cdot|times|leq|geq|mathbb|mathrm|mathcal|left|right|begin|end|"
+                         r"alpha|beta|gamma|delta|lambda|sigma|theta|partial|infty|prod|hat|bar|vec)\b|\$\$")
+_COMMAND_WORDS = ("sudo git npm npx pnpm yarn pip pip3 uv uvx cd ls cat python python3 bash sh zsh curl wget docker "
+                  "kubectl ssh scp rsync chmod chown mkdir rm cp mv brew apt apt-get make cargo go node deno "
+                  "systemctl journalctl export source gh az aws gcloud terraform ansible ansible-playbook").split()
+_COMMAND_RE = re.compile(r"^(?:\$|PS>)\s+\S|^(?:" + "|".join(map(re.escape, _COMMAND_WORDS)) +
+                         r")\s+(?=.*(?:\s--?[\w-]|\s&&\s|\s\|\s|\s>\s))")
+_ONLY_CODE_RE = re.compile(r"^(`+)[^`]+\1[.;,]?$")
+
+
+def strip_bullet(line: str) -> str:
+    return _BULLET_RE.sub("", line, count=1)
+
+
+def label_of(line: str) -> str | None:
+    """The label of a label-only line ("**How to apply:**" -> "How to apply"), else None."""
+    match = _LABEL_RE.match(strip_bullet(line).strip())
+    if not match:
+        return None
+    label = match.group("label").strip().strip("*_").strip()
+    if not label or label.count(" ") > 8 or label.endswith((".", "!", "?", "。")):
+        return None
+    return label
+
+
+def is_link_list(line: str) -> bool:
+    """A line that is mostly links or wikilinks (optionally after "Related:"/"相关："): relations."""
+    text = strip_bullet(line).strip()
+    links = _LINK_RE.findall(text)
+    lead = _LINK_LEAD_RE.match(text)
+    if not links and not lead:
+        return False
+    rest = _LINK_RE.sub(" ", text[lead.end():] if lead and lead.end() else text)
+    prose = _LINK_FILLER_RE.sub("", rest)
+    if lead and lead.end() and links:
+        return len(prose) < MIN_PROSE_CHARS
+    return bool(links) and len(prose) < 4
+
+
+def is_formula(line: str) -> bool:
+    s = line.strip()
+    return s.startswith(("\\[", "\\]", "\\(", "\\begin{", "\\end{")) or _FORMULA_RE.search(s) is not None
+
+
+def is_command(line: str) -> bool:
+    text = strip_bullet(line).strip()
+    return _ONLY_CODE_RE.match(text) is not None or _COMMAND_RE.match(text) is not None
+
+
+class LineClassifier:
+    """Classifies the lines of one body in order (fences and indented blocks carry state)."""
+
+    def __init__(self) -> None:
+        self._fence: str | None = None  # "```", "~~~" or "$$" while inside such a block
+        self._blank_before = True
+        self._in_list = False
+        self._in_indented_code = False
+
+    def classify(self, raw: str) -> LineKind:
+        kind = self._classify(raw)
+        if kind is not LineKind.BLANK:
+            self._in_list = kind is LineKind.TEXT and (_BULLET_RE.match(raw) is not None or
+                                                       (self._in_list and raw[:1] in (" ", "\t")))
+        self._blank_before = kind is LineKind.BLANK
+        return kind
+
+    def _classify(self, raw: str) -> LineKind:
+        line = raw.rstrip()
+        stripped = line.strip()
+        if self._fence is not None:
+            if stripped.startswith(self._fence) or (self._fence == "$$" and stripped.endswith("$$")):
+                self._fence = None
+                return LineKind.FENCE
+            return LineKind.FORMULA if self._fence == "$$" else LineKind.CODE
+        if stripped.startswith(("```", "~~~")):
+            self._fence = stripped[:3]
+            return LineKind.FENCE
+        if stripped.startswith("$$"):
+            if not (len(stripped) > 2 and stripped.endswith("$$")):
+                self._fence = "$$"
+            return LineKind.FORMULA
+        if not stripped:
+            return LineKind.BLANK
+        indented = line.startswith(("    ", "\t"))
+        if self._in_indented_code and indented:
+            return LineKind.CODE
+        self._in_indented_code = False
+        if indented and self._blank_before and not self._in_list and not _BULLET_RE.match(line):
+            self._in_indented_code = True
+            return LineKind.CODE
+        if _HEADING_RE.match(line):
+            return LineKind.HEADING
+        if stripped.startswith("|"):
+            return LineKind.TABLE
+        if stripped.startswith("<!--") or stripped.startswith("-->"):
+            return LineKind.COMMENT
+        if is_formula(stripped):
+            return LineKind.FORMULA
+        if is_link_list(stripped):
+            return LineKind.LINK_LIST
+        if label_of(stripped) is not None:
+            return LineKind.LABEL
+        if is_command(stripped):
+            return LineKind.CODE
+        return LineKind.TEXT

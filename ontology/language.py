@@ -1,0 +1,122 @@
+"""Which language a statement is written in, and whether it negates what it says: precision first.
+
+Invariant: a negator flips a stance only when the statement's language is known and the word is a
+negator in that language (Spanish "no" is one, Portuguese "no" = "in the" is not). When unsure the
+statement keeps its stated polarity: a plain statement is never evidence against anything.
+"""
+
+from __future__ import annotations
+
+import enum
+
+from ontology.tokens import Script, script_counts
+
+
+class Lang(enum.Enum):
+    EN = "en"
+    ES = "es"
+    FR = "fr"
+    DE = "de"
+    PT = "pt"
+    ZH = "zh"
+    JA = "ja"
+    KO = "ko"
+    UNKNOWN = "unknown"
+
+
+# Function words that mark a Latin-script language. Each list leaves out words shared with the
+# others ("de", "la", "a", "que", "en"), so a hit is a vote for one language only.
+_FUNCTION_WORDS: dict[Lang, frozenset[str]] = {
+    Lang.EN: frozenset("the is are was were and of to for with this that it be by from on an or "
+                       "not never don't doesn't isn't we you should must when use used".split()),
+    Lang.ES: frozenset("el los las del y es un una para por con se al está están son lo como pero "
+                       "más sin hasta nunca también".split()),
+    Lang.FR: frozenset("le les des du et est une pour dans sur pas avec au aux ce cette sont ne "
+                       "n' qui jamais plus être".split()),
+    Lang.DE: frozenset("der die das und ist nicht ein eine mit für auf den dem zu im von wird "
+                       "sind kein keine auch noch bei nach".split()),
+    Lang.PT: frozenset("o os do da dos das é não um uma com em no na que ao à são foi está "
+                       "mais também".split()),
+}
+MIN_VOTES = 2  # fewer function-word hits than this and the language is not known
+_MARGIN = 2  # the winner needs this many votes more than the runner-up
+
+# Negators per language. English ones are not words in the other Latin languages of the corpus, so
+# they also count when no other language is evident; "no" is ambiguous (pt/it "in the") and counts
+# only where the language is known to use it as a negator.
+_EN_ONLY = frozenset({"not", "never", "cannot", "nor", "avoid", "avoids", "avoided", "avoiding"})
+_NEGATORS: dict[Lang, frozenset[str]] = {
+    Lang.EN: _EN_ONLY | {"no"},
+    Lang.ES: frozenset({"no", "nunca", "jamás", "tampoco"}),
+    Lang.FR: frozenset({"pas", "jamais", "aucun", "aucune"}),  # with "ne"/"n'", which is dropped too
+    Lang.DE: frozenset({"nicht", "nie", "niemals", "kein", "keine", "keinen", "keinem", "keiner", "keines"}),
+    Lang.PT: frozenset({"não", "nunca", "jamais"}),
+}
+_FR_NE = frozenset({"ne", "n'"})
+# Multi-character cues for scripts written without spaces. Only forms that are negators wherever
+# they occur: single characters such as 不/別/未 also sit inside non-negated words (不同 "different",
+# 特别 "special", 未来 "future"), so they are left alone.
+_UNSPACED_NEGATORS: dict[Lang, tuple[str, ...]] = {
+    Lang.ZH: ("不要", "不再", "不能", "不会", "不會", "不得", "不可", "不用", "禁止", "没有", "沒有", "无需", "無需",
+              "请勿", "請勿", "别再", "別再"),
+    Lang.JA: ("しない", "しません", "ではない", "じゃない", "禁止", "してはいけない"),
+}
+_KO_NEGATORS = ("않", "금지")  # 하지 않다 "do not", 금지 "forbidden": inside a word, never elsewhere
+
+
+def detect(text: str, words: list[str]) -> Lang:
+    """The statement's language from its scripts, else from function-word votes (folded words)."""
+    counts = script_counts(text)
+    if counts.get(Script.KANA):
+        return Lang.JA
+    if counts.get(Script.HANGUL, 0) >= 2:
+        return Lang.KO
+    if counts.get(Script.HAN, 0) >= 2:
+        return Lang.ZH
+    votes = sorted(((sum(w in fw for w in words), lang) for lang, fw in _FUNCTION_WORDS.items()),
+                   key=lambda v: -v[0])
+    (best, lang), (second, _) = votes[0], votes[1]
+    if best >= MIN_VOTES and best - second >= _MARGIN:
+        return lang
+    return Lang.UNKNOWN
+
+
+def strip_negation(lang: Lang, words: list[str]) -> tuple[list[str], int]:
+    """Words without their negators and the polarity they imply (+1 when nothing is negated)."""
+    if lang in (Lang.ZH, Lang.JA):
+        return words, 1  # handled on the folded text before segmentation (unspaced_negation)
+    if lang is Lang.KO:
+        kept = [w for w in words if not any(cue in w for cue in _KO_NEGATORS)]
+        return kept, (-1 if len(kept) != len(words) else 1)
+    negators = _NEGATORS.get(lang, _EN_ONLY if lang is Lang.UNKNOWN else frozenset())
+    english = lang in (Lang.EN, Lang.UNKNOWN)
+    polarity, kept, i = 1, [], 0
+    while i < len(words):
+        word = words[i]
+        if english and word == "no" and i + 1 < len(words) and words[i + 1] == "longer":
+            polarity, i = -polarity, i + 2
+            continue
+        if lang is Lang.ES and word == "ya" and i + 1 < len(words) and words[i + 1] == "no":
+            polarity, i = -polarity, i + 2
+            continue
+        if word in negators:
+            polarity = -polarity
+        elif english and word.endswith("n't"):
+            polarity = -polarity
+            kept.append({"won't": "will", "can't": "can", "shan't": "shall"}.get(word, word[:-3]))
+        elif lang is Lang.FR and word in _FR_NE:
+            pass  # the first half of ne ... pas; "pas"/"jamais" decides
+        else:
+            kept.append(word.replace("'", "") if english else word)
+        i += 1
+    return kept, polarity
+
+
+def unspaced_negation(lang: Lang, folded: str) -> tuple[str, int]:
+    """For Chinese and Japanese: the text without its unambiguous negation cues, and the polarity."""
+    polarity = 1
+    for cue in _UNSPACED_NEGATORS.get(lang, ()):
+        if cue in folded:
+            polarity = -1
+            folded = folded.replace(cue, " ")
+    return folded, polarity

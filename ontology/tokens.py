@@ -1,0 +1,97 @@
+"""Script-aware tokens for matching keys, near-duplicate sets and search: every script, one rule.
+
+Invariant: pure and deterministic. Text is NFKC-normalized and casefolded; space-delimited scripts
+are split into Unicode words (identifiers such as `snake_case`, dates and versions stay one token);
+scripts written without spaces (Han, kana, Thai, Lao, Khmer, Myanmar) become character bigrams, so a
+mixed-script sentence is compared on all of its text, never on its ASCII part alone.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+import unicodedata
+
+# Scripts that do not separate words with spaces: compared by overlapping character bigrams.
+_UNSPACED = ("\u0e00-\u0eff"  # Thai, Lao
+             "\u1000-\u109f"  # Myanmar
+             "\u1780-\u17ff"  # Khmer
+             "\u3040-\u30ff\u31f0-\u31ff"  # hiragana, katakana (NFKC folds half-width kana here)
+             "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003ffff")  # Han
+_UNSPACED_RE = re.compile(f"[{_UNSPACED}]")
+# One piece of text: a run of unspaced-script characters, a dotted/dashed number (date, version,
+# time), a word (letters, digits, `_`, inner apostrophe), or "=" (a slot verb in `x=y`).
+_W = rf"[^\W{_UNSPACED}]"  # a word character of a space-delimited script
+_PIECE_RE = re.compile(
+    rf"(?P<run>[{_UNSPACED}]+)"
+    # A path or file name is one token: "~/.claude/hooks/bash-guard.sh", "C:\\x\\y", "poll.blade.php".
+    rf"|(?P<path>~?(?:{_W}|[-.~])*[/\\](?:{_W}|[-./\\~])*{_W}|{_W}+(?:[-.]{_W}+)*\.[a-z][a-z0-9]{{0,4}}\b)"
+    r"|(?P<num>\d+(?:[.:/\-]\d+)+)"
+    rf"|(?P<word>[^\W{_UNSPACED}]+(?:'[^\W{_UNSPACED}]+)?)"
+    r"|(?P<eq>=)")
+
+
+class Script(enum.Enum):
+    LATIN = "Latin"
+    HAN = "Han"
+    KANA = "Kana"
+    HANGUL = "Hangul"
+    THAI = "Thai"
+    OTHER = "Other"
+
+
+def fold(text: str) -> str:
+    """The matching form of text: NFKC (full-width to ASCII, composed accents), casefolded."""
+    return unicodedata.normalize("NFKC", text).casefold().replace("\u2019", "'")
+
+
+def bigrams(run: str) -> list[str]:
+    """Overlapping character bigrams of a run; a single character stands for itself."""
+    return [run] if len(run) == 1 else [run[i:i + 2] for i in range(len(run) - 1)]
+
+
+def words(text: str) -> list[tuple[str, bool]]:
+    """(token, is_word) pairs in order for already folded text: words as they are, unspaced runs as
+    bigrams (is_word False, so callers do not stem or drop them as stopwords)."""
+    out: list[tuple[str, bool]] = []
+    for m in _PIECE_RE.finditer(text):
+        if m.lastgroup == "run":
+            out.extend((gram, False) for gram in bigrams(m.group()))
+        else:
+            out.append((m.group(), True))
+    return out
+
+
+def tokens(text: str) -> list[str]:
+    """Matching tokens of any text (not stemmed): what search and near-duplicate tests share."""
+    return [t for t, _ in words(fold(text))]
+
+
+def char_script(ch: str) -> Script | None:
+    if not ch.isalpha():
+        return None
+    name = unicodedata.name(ch, "")
+    if name.startswith(("CJK", "KANGXI")) or "IDEOGRAPH" in name:
+        return Script.HAN
+    if name.startswith(("HIRAGANA", "KATAKANA")) or ch == "\u30fc":
+        return Script.KANA
+    if name.startswith("HANGUL"):
+        return Script.HANGUL
+    if name.startswith("THAI"):
+        return Script.THAI
+    if name.startswith("LATIN"):
+        return Script.LATIN
+    return Script.OTHER
+
+
+def script_counts(text: str) -> dict[Script, int]:
+    counts: dict[Script, int] = {}
+    for ch in text:
+        script = char_script(ch)
+        if script is not None:
+            counts[script] = counts.get(script, 0) + 1
+    return counts
+
+
+def has_unspaced(text: str) -> bool:
+    return _UNSPACED_RE.search(text) is not None

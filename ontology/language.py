@@ -35,8 +35,8 @@ _FUNCTION_WORDS: dict[Lang, frozenset[str]] = {
                        "n' qui jamais plus être".split()),
     Lang.DE: frozenset("der die das und ist nicht ein eine mit für auf den dem zu im von wird "
                        "sind kein keine auch noch bei nach".split()),
-    Lang.PT: frozenset("o os do da dos das é não um uma com em no na que ao à são foi está "
-                       "mais também".split()),
+    Lang.PT: frozenset("o os do da dos das é não um uma com em na ao à são foi está "
+                       "mais também".split()),  # not "no": it is Spanish for "not" as well
 }
 MIN_VOTES = 2  # fewer function-word hits than this and the language is not known
 _MARGIN = 2  # the winner needs this many votes more than the runner-up

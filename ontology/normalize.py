@@ -62,6 +62,7 @@ _ELABORATION_RE = re.compile(
 _VALUE_END_RE = re.compile(r"\s+[-\u2013\u2014]+\s|\s*[(（\[;；]|\.\s|,\s*(?:but|not|since|because)\b|\s+(?:but|since|because)\s")
 _LIST_RE = re.compile(r",|、|，|\s\+\s|\s&\s|\s/\s|\sand\s|\sund\s|\set\s|\sy\s")
 
+_PAREN_RE = re.compile(r"\s*[(（][^()（）]*[)）]")
 _LINK_RE = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 _WIKILINK_RE = re.compile(r"\[\[([^\]|#]+)(?:[#|]([^\]]*))?\]\]")
 _CODE_SPAN_RE = re.compile(r"(`+)(.+?)\1")
@@ -242,7 +243,9 @@ def proposition(text: str) -> Proposition | None:
         return None
     slot = None
     if lang in (Lang.EN, Lang.UNKNOWN) and len(words) == len(tokens):  # "X is Y": English prose only
-        slot = _prose_slot(tokens)
+        # A parenthesis elaborates the value ("=True (default False)" states "=True").
+        bare = _PAREN_RE.sub("", cleaned)
+        slot = _prose_slot(_segment(bare)[0] if bare != cleaned else tokens)
     if slot is not None:
         subject, relation = slot[0].split("|")
         # Canonical order for facts so "database: postgres" and "the database is Postgres" meet.

@@ -35,7 +35,7 @@ _FUNCTION_WORDS: dict[Lang, frozenset[str]] = {
                        "n' qui jamais plus être".split()),
     Lang.DE: frozenset("der die das und ist nicht ein eine mit für auf den dem zu im von wird "
                        "sind kein keine auch noch bei nach".split()),
-    Lang.PT: frozenset("o os do da dos das é não um uma com em na ao à são foi está "
+    Lang.PT: frozenset("o os do da dos é não um uma com em na ao à são foi "
                        "mais também".split()),  # not "no": it is Spanish for "not" as well
 }
 MIN_VOTES = 2  # fewer function-word hits than this and the language is not known
@@ -64,20 +64,30 @@ _UNSPACED_NEGATORS: dict[Lang, tuple[str, ...]] = {
 _KO_NEGATORS = ("않", "금지")  # 하지 않다 "do not", 금지 "forbidden": inside a word, never elsewhere
 
 
+_VOTER: dict[str, Lang] = {w: lang for lang, fw in _FUNCTION_WORDS.items() for w in fw}
+assert len(_VOTER) == sum(map(len, _FUNCTION_WORDS.values())), "a function word votes for one language"
+
+
 def detect(text: str, words: list[str]) -> Lang:
     """The statement's language from its scripts, else from function-word votes (folded words)."""
-    counts = script_counts(text)
-    if counts.get(Script.KANA):
-        return Lang.JA
-    if counts.get(Script.HANGUL, 0) >= 2:
-        return Lang.KO
-    if counts.get(Script.HAN, 0) >= 2:
-        return Lang.ZH
-    votes = sorted(((sum(w in fw for w in words), lang) for lang, fw in _FUNCTION_WORDS.items()),
-                   key=lambda v: -v[0])
-    (best, lang), (second, _) = votes[0], votes[1]
-    if best >= MIN_VOTES and best - second >= _MARGIN:
-        return lang
+    if not text.isascii():
+        counts = script_counts(text)
+        if counts.get(Script.KANA):
+            return Lang.JA
+        if counts.get(Script.HANGUL, 0) >= 2:
+            return Lang.KO
+        if counts.get(Script.HAN, 0) >= 2:
+            return Lang.ZH
+    votes: dict[Lang, int] = {}
+    for word in words:
+        lang = _VOTER.get(word)
+        if lang is not None:
+            votes[lang] = votes.get(lang, 0) + 1
+    if not votes:
+        return Lang.UNKNOWN
+    ranked = sorted(votes.values(), reverse=True) + [0]
+    if ranked[0] >= MIN_VOTES and ranked[0] - ranked[1] >= _MARGIN:
+        return max(votes, key=lambda k: votes[k])
     return Lang.UNKNOWN
 
 

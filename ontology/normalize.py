@@ -118,7 +118,12 @@ def _outside_code(text: str, fn) -> str:
     return "".join(out)
 
 
+_MARKUP_CHARS_RE = re.compile(r"[*_\[<\\]")
+
+
 def _unmark(part: str) -> str:
+    if not _MARKUP_CHARS_RE.search(part):
+        return part
     part = _HTML_COMMENT_RE.sub("", part)
     part = _WIKILINK_RE.sub(lambda m: m.group(2) or m.group(1), part)
     part = _LINK_RE.sub(lambda m: m.group(1), part)
@@ -131,7 +136,7 @@ def clean_markup(text: str) -> str:
     """Display form, the author's words: list marker, emphasis delimiters, link syntax and inline
     HTML comments go; identifiers, paths, code spans, `_`, `~` and numbers stay as written."""
     text = _BULLET_RE.sub("", text)
-    return " ".join(_outside_code(text, _unmark).split()).strip()
+    return " ".join((_outside_code(text, _unmark) if "`" in text else _unmark(text)).split())
 
 
 @lru_cache(maxsize=65536)

@@ -84,12 +84,23 @@ def char_script(ch: str) -> Script | None:
     return Script.OTHER
 
 
+_SCRIPT_RES = (
+    (Script.KANA, re.compile("[\u3040-\u30ff\u31f0-\u31ff\uff66-\uff9f]")),
+    (Script.HANGUL, re.compile("[\u1100-\u11ff\u3130-\u318f\uac00-\ud7af]")),
+    (Script.HAN, re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003ffff]")),
+    (Script.THAI, re.compile("[\u0e00-\u0e7f]")),
+)
+
+
 def script_counts(text: str) -> dict[Script, int]:
-    counts: dict[Script, int] = {}
-    for ch in text:
-        script = char_script(ch)
-        if script is not None:
-            counts[script] = counts.get(script, 0) + 1
+    """Letters per script (Latin counted as the rest); regexes, since this runs per statement."""
+    letters = sum(ch.isalpha() for ch in text)
+    if text.isascii():
+        return {Script.LATIN: letters} if letters else {}
+    counts = {script: n for script, pattern in _SCRIPT_RES if (n := len(pattern.findall(text)))}
+    rest = letters - sum(counts.values())
+    if rest > 0:
+        counts[Script.LATIN] = rest
     return counts
 
 

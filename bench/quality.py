@@ -155,7 +155,7 @@ def _claims_by_file(conn: sqlite3.Connection) -> dict[str, list[str]]:
 
 def _side(conn: sqlite3.Connection, assertion_id: int) -> list[str]:
     from ontology import queries
-    rows = queries.evidence_rows(conn, assertion_id)
+    rows = queries.evidence_for(conn, [assertion_id]).get(assertion_id, [])
     return [f"    {r.stance_word:7} {'(implied) ' if r.implied else ''}{r.filename}: {r.text}" for r in rows]
 
 

@@ -36,6 +36,9 @@ MAX_SLOT_SIDE_TOKENS = 5  # longer sides are prose, not a fact about one subject
 # are descriptions, and two descriptions of one thing are not rivals.
 MAX_VALUE_TOKENS = 3
 MAX_VALUE_CHARS = 40
+# Rivals are compared by exact value (the store keeps per-value sums), so an elaboration must not
+# become a second value: only a one-word name or yes/no is a rival ("Postgres" vs "MySQL").
+MAX_RIVAL_VALUE_TOKENS = 1
 # With its elaboration a fact's value stays short ("removed — migrated to K3s"); a longer one is a
 # description under a label ("Design: parseWater(text) → ..."), never a rival of another.
 MAX_ELABORATED_VALUE_TOKENS = 6
@@ -89,7 +92,7 @@ class ValueKind(enum.Enum):
     NAME = "name"
 
 
-TIME_VARYING = frozenset({ValueKind.DATE.value, ValueKind.NUMBER.value, ValueKind.VERSION.value})
+NOT_RIVAL_KINDS = frozenset({ValueKind.DATE, ValueKind.NUMBER, ValueKind.VERSION, ValueKind.PATH})
 _NUMBER_IN_RE = re.compile(r"\d+(?:[.,]\d+)*")
 _BOOLEANS = frozenset("true false yes no on off enabled disabled sí si oui non ja nein 是 否 有 无 예 아니오".split())
 _DATE_RE = re.compile(r"\d{4}-\d{1,2}(?:-\d{1,2})?|\d{1,2}/\d{1,2}/\d{2,4}")
@@ -103,8 +106,8 @@ class Proposition:
     key: str  # matching tokens in order, space-joined; identity of the proposition
     tokens: frozenset[str]  # matching tokens; near-duplicate matching works on these
     polarity: int  # +1 as stated, -1 when the statement negates the proposition
-    slot: str | None  # "subject|relation" for exclusive facts, else None
-    value: str | None  # "kind:value tokens" within the slot
+    slot: str | None  # "subject|relation|value kind" for exclusive facts, else None
+    value: str | None  # the value's matching tokens within the slot
 
 
 def _outside_code(text: str, fn) -> str:
@@ -199,22 +202,23 @@ def atomic_value(value: str) -> str | None:
     return head
 
 
+def slot_of(subject: str, relation: str, head: str, value: str) -> tuple[str, str] | None:
+    """(slot, value) of a fact whose values can be rivals, or None. The value's kind is part of the
+    slot, so a name never competes with a yes/no. A date, count or version that differs is usually
+    a later value of a time-varying fact (a new run, a release), not a disagreement; a path names
+    one artifact among many ("Plan: plans/012.md" in one plan file, "plans/008.md" in the next):
+    neither is a slot, so neither is ever evidence against another value."""
+    kind = value_kind(head)
+    if kind in NOT_RIVAL_KINDS or not subject or not value:
+        return None
+    if len(value.split()) > MAX_RIVAL_VALUE_TOKENS:
+        return None  # "REQUIRED and WORKING" elaborates "REQUIRED": longer values are not rivals
+    return f"{subject}|{relation}|{kind.value}", value
+
+
 def rival(a: str | None, b: str | None) -> bool:
-    """Two slot values are rivals (one is evidence against the other) only when they are of the same
-    kind, differ, and neither elaborates the other (its tokens a subset of the other's)."""
-    if not a or not b or a == b:
-        return False
-    kind_a, _, rest_a = a.partition(":")
-    kind_b, _, rest_b = b.partition(":")
-    if kind_a != kind_b:
-        return False
-    ta, tb = set(rest_a.split()), set(rest_b.split())
-    if not ta or not tb or ta <= tb or tb <= ta:
-        return False
-    # A date, count or version that differs is usually a later value of a time-varying fact (a new
-    # run, a new release), not a disagreement. A path names one artifact among many ("Plan:
-    # plans/012.md" in one plan file, "Plan: plans/008.md" in the next): a listing, not a rival.
-    return kind_a not in TIME_VARYING and kind_a != ValueKind.PATH.value
+    """Two values of one slot are rivals when they differ (the slot already holds the kind)."""
+    return a is not None and b is not None and a != b
 
 
 def numbers(tokens: frozenset[str] | set[str]) -> frozenset[str]:
@@ -233,8 +237,7 @@ def _prose_slot(words: list[str]) -> tuple[str, str] | None:
             return None
         if is_generic_subject(" ".join(subject)):
             return None
-        head = " ".join(value)
-        return " ".join(map(stem, subject)) + "|" + relation, f"{value_kind(head).value}:{' '.join(map(stem, value))}"
+        return slot_of(" ".join(map(stem, subject)), relation, " ".join(value), " ".join(map(stem, value)))
     return None
 
 
@@ -252,7 +255,7 @@ def proposition(text: str) -> Proposition | None:
         bare = _PAREN_RE.sub("", cleaned)
         slot = _prose_slot(_segment(bare)[0] if bare != cleaned else tokens)
     if slot is not None:
-        subject, relation = slot[0].split("|")
+        subject, relation, _ = slot[0].split("|")
         # Canonical order for facts so "database: postgres" and "the database is Postgres" meet.
         key = f"{subject} {relation} {slot[1]}"
         return Proposition(key, frozenset(content), polarity, slot[0], slot[1])
@@ -270,9 +273,8 @@ def fact_proposition(key: str, value: str) -> Proposition | None:
     if full is None or not subject:
         return full
     tokens, _, polarity, _ = _segment(head)  # "Redis: not used" denies "Redis: used"
-    value_tokens = _content(tokens)
-    if not value_tokens:
+    slot = slot_of(subject, "is", head, " ".join(_content(tokens)))
+    if slot is None:
         return full
-    slot_value = f"{value_kind(head).value}:{' '.join(value_tokens)}"
     # The key holds only subject and head: "removed" and "removed — migrated to K3s" are one claim.
-    return Proposition(f"{subject} is {slot_value}", full.tokens, polarity, f"{subject}|is", slot_value)
+    return Proposition(f"{subject} is {slot[1]}", full.tokens, polarity, slot[0], slot[1])

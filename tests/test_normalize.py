@@ -41,7 +41,7 @@ def test_contrast_and_purpose_clauses_do_not_change_the_claim():
 
 def test_key_value_fact_meets_prose_form():
     fact, prose = fact_proposition("database", "postgres"), proposition("The database is Postgres")
-    assert fact.key == prose.key and fact.slot == prose.slot == "databas|is"
+    assert fact.key == prose.key and fact.slot == prose.slot == "databas|is|name"
     assert proposition("The database is MySQL").value != fact.value
 
 

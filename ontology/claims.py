@@ -26,7 +26,10 @@ class LineKind(enum.Enum):
 
 NOT_CLAIMS = frozenset(LineKind) - {LineKind.TEXT}
 
-_BULLET_RE = re.compile(r"^\s*(?:[-*+\u2022]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
+# Markdown shapes shared by extraction and display text (one definition each).
+BULLET_RE = re.compile(r"^\s*(?:[-*+\u2022]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")  # list marker, task box
+WIKILINK_RE = re.compile(r"\[\[([^\]|#]+)(?:[#|]([^\]]*))?\]\]")  # target, alias
+MD_LINK_RE = re.compile(r"!?\[([^\]]*)\]\(([^)\s]*)[^)]*\)")  # title, target
 _HEADING_RE = re.compile(r"^\s{0,3}#{1,6}(?:\s|$)")
 # A label: a short phrase ending in an ASCII or full-width colon, emphasis around either side.
 _LABEL_RE = re.compile(r"^(?:\*\*|__)?\s*(?P<label>[^:：]{1,60}?)\s*(?:\*\*|__)?\s*[:：]\s*(?:\*\*|__)?\s*$")
@@ -50,7 +53,7 @@ _ONLY_CODE_RE = re.compile(r"^(`+)[^`]+\1[.;,]?$")
 
 
 def strip_bullet(line: str) -> str:
-    return _BULLET_RE.sub("", line, count=1)
+    return BULLET_RE.sub("", line, count=1)
 
 
 def label_of(line: str) -> str | None:
@@ -100,7 +103,7 @@ class LineClassifier:
     def classify(self, raw: str) -> LineKind:
         kind = self._classify(raw)
         if kind is not LineKind.BLANK:
-            self._in_list = kind is LineKind.TEXT and (_BULLET_RE.match(raw) is not None or
+            self._in_list = kind is LineKind.TEXT and (BULLET_RE.match(raw) is not None or
                                                        (self._in_list and raw[:1] in (" ", "\t")))
         self._blank_before = kind is LineKind.BLANK
         return kind
@@ -126,7 +129,7 @@ class LineClassifier:
         if self._in_indented_code and indented:
             return LineKind.CODE
         self._in_indented_code = False
-        if indented and self._blank_before and not self._in_list and not _BULLET_RE.match(line):
+        if indented and self._blank_before and not self._in_list and not BULLET_RE.match(line):
             self._in_indented_code = True
             return LineKind.CODE
         if _HEADING_RE.match(line):

@@ -14,7 +14,8 @@ from pathlib import PurePosixPath
 from slugify import slugify
 
 from ontology.artifact import Artifact, Kind
-from ontology.claims import NOT_CLAIMS, LineClassifier, LineKind, is_link_list, label_of, strip_bullet
+from ontology.claims import (BULLET_RE, MD_LINK_RE, NOT_CLAIMS, WIKILINK_RE, LineClassifier, LineKind, is_link_list,
+                             label_of, strip_bullet)
 from ontology.normalize import Proposition, clean_markup, fact_proposition, proposition
 
 # Statements longer than this are prose dumps, not claims; shorter than this are fragments.
@@ -40,12 +41,10 @@ _HEADING_RE = re.compile(r"^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$")
 _LABEL_PREFIX_RE = re.compile(r"^\s*(?:[*_]{2})([^*_:：]{1,40})[:：](?:[*_]{2})\s*|^\s*(?:[*_]{2})([^*_:：]{1,40})(?:[*_]{2})\s*[:：]\s*")
 # `key: value` (ASCII colon and a space, or a full-width colon): a short key in any script.
 _FACT_RE = re.compile(r"^([^\s:：`][^:：`]{0,40}?)(?::\s+|：\s*)(\S.*)$")
-_BULLET_RE = re.compile(r"^\s*(?:[-*+\u2022]|\d+[.)])\s+")
 _QUOTE_RE = re.compile(r"^\s*(?:>\s?)+")
 # Sentences end at . ! ? before a capital or a digit, and after 。！？ in any case (no space there).
-_SENTENCE_SPLIT_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9`*\"'(\[])|(?<=[。！？])\s*(?=\S)")
-_MD_LINK_RE = re.compile(r"\[([^\]]*)\]\(([^)\s]+)\)")
-_WIKILINK_RE = re.compile(r"\[\[([^\]|#]+)(?:[#|][^\]]*)?\]\]")
+_SENTENCE_SPLIT_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9`*\"'(\[]|[^\x00-\x7f])|(?<=[。！？])\s*(?=\S)")
+_CLAUSE_SPLIT_RE = re.compile(r"(?<=[;；])\s*(?=\S)")  # a sentence still too long splits at semicolons
 _INDEX_LINE_RE = re.compile(r"^\s*[-*+]\s*\[([^\]]+)\]\(([^)\s]+)\)\s*(?:[-\u2013\u2014:]+\s*(.*))?$")
 
 
@@ -96,8 +95,8 @@ def _link_target_key(target: str) -> str | None:
 
 def _mentions(text: str) -> tuple[str, ...]:
     """Candidate concept keys: wikilinks and links first, then word n-grams as slugs."""
-    found: list[str] = [concept_key(m) for m in _WIKILINK_RE.findall(text)]
-    found += [k for _, t in _MD_LINK_RE.findall(text) if (k := _link_target_key(t))]
+    found: list[str] = [concept_key(m.group(1)) for m in WIKILINK_RE.finditer(text)]
+    found += [k for _, t in MD_LINK_RE.findall(text) if (k := _link_target_key(t))]
     words = concept_key(clean_markup(text)).split("-")
     for size in range(_MENTION_NGRAM, 0, -1):
         for i in range(len(words) - size + 1):
@@ -108,8 +107,8 @@ def _mentions(text: str) -> tuple[str, ...]:
 
 
 def _relations(src: str, text: str) -> list[Relation]:
-    rels = [Relation(src, concept_key(t), "wikilink") for t in _WIKILINK_RE.findall(text)]
-    rels += [Relation(src, k, "link") for _, t in _MD_LINK_RE.findall(text) if (k := _link_target_key(t))]
+    rels = [Relation(src, concept_key(m.group(1)), "wikilink") for m in WIKILINK_RE.finditer(text)]
+    rels += [Relation(src, k, "link") for _, t in MD_LINK_RE.findall(text) if (k := _link_target_key(t))]
     return [r for r in rels if r.dst != src]
 
 
@@ -169,7 +168,7 @@ def _body_units(body: str) -> list[tuple[str | None, str]]:
         if kind in NOT_CLAIMS:
             flush()
             continue
-        if _BULLET_RE.match(line):
+        if BULLET_RE.match(line):
             flush()
             units.append((section, line))
         elif raw[:1] in (" ", "\t") and units and not paragraph:
@@ -184,7 +183,9 @@ def _split_bullet(unit: str) -> list[str]:
     """A long bullet is split into its sentences; a short one stays whole."""
     if len(unit) <= MAX_STATEMENT_CHARS:
         return [unit]
-    return [s for s in _SENTENCE_SPLIT_RE.split(unit) if s.strip()]
+    return [clause for sentence in _SENTENCE_SPLIT_RE.split(unit) if sentence.strip()
+            for clause in (_CLAUSE_SPLIT_RE.split(sentence) if len(sentence) > MAX_STATEMENT_CHARS else [sentence])
+            if clause.strip()]
 
 
 def _statements(units: list[tuple[str | None, str]], fixed_concept: str | None, default: str) -> tuple[list[Statement], bool]:

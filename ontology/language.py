@@ -27,7 +27,7 @@ class Lang(enum.Enum):
 # Function words that mark a Latin-script language. Each list leaves out words shared with the
 # others ("de", "la", "a", "que", "en"), so a hit is a vote for one language only.
 _FUNCTION_WORDS: dict[Lang, frozenset[str]] = {
-    Lang.EN: frozenset("the is are was were and of to for with this that it be by from on an or "
+    Lang.EN: frozenset("the is are was were and of to in for with this that it be by from on an or "
                        "not never don't doesn't isn't we you should must when use used".split()),
     Lang.ES: frozenset("el los las del y es un una para por con se al está están son lo como pero "
                        "más sin hasta nunca también".split()),

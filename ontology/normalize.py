@@ -16,6 +16,7 @@ from functools import lru_cache
 
 import snowballstemmer
 
+from ontology.claims import BULLET_RE, MD_LINK_RE, WIKILINK_RE
 from ontology.language import Lang, detect, strip_negation, unspaced_negation
 from ontology.tokens import fold, has_unspaced, words as split_words
 
@@ -66,11 +67,8 @@ _VALUE_END_RE = re.compile(r"\s+[-\u2013\u2014]+\s|\s*[(（\[;；]|\.\s|,\s*(?:b
 _LIST_RE = re.compile(r",|、|，|\s\+\s|\s&\s|\s/\s|\sand\s|\sund\s|\set\s|\sy\s")
 
 _PAREN_RE = re.compile(r"\s*[(（][^()（）]*[)）]")
-_LINK_RE = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
-_WIKILINK_RE = re.compile(r"\[\[([^\]|#]+)(?:[#|]([^\]]*))?\]\]")
 _CODE_SPAN_RE = re.compile(r"(`+)(.+?)\1")
 _HTML_COMMENT_RE = re.compile(r"<!--.*?(?:-->|$)")
-_BULLET_RE = re.compile(r"^\s*(?:[-*+\u2022]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
 # Emphasis delimiters, CommonMark-style: `_` only at word boundaries (never inside snake_case).
 _EMPHASIS_RES = (
     re.compile(r"(?<![\\*])\*\*(?=\S)(.+?)(?<=\S)\*\*"),
@@ -128,8 +126,8 @@ def _unmark(part: str) -> str:
     if not _MARKUP_CHARS_RE.search(part):
         return part
     part = _HTML_COMMENT_RE.sub("", part)
-    part = _WIKILINK_RE.sub(lambda m: m.group(2) or m.group(1), part)
-    part = _LINK_RE.sub(lambda m: m.group(1), part)
+    part = WIKILINK_RE.sub(lambda m: m.group(2) or m.group(1), part)
+    part = MD_LINK_RE.sub(lambda m: m.group(1), part)
     for pattern in _EMPHASIS_RES:
         part = pattern.sub(lambda m: m.group(1), part)
     return _ESCAPE_RE.sub(lambda m: m.group(1), part)
@@ -138,7 +136,7 @@ def _unmark(part: str) -> str:
 def clean_markup(text: str) -> str:
     """Display form, the author's words: list marker, emphasis delimiters, link syntax and inline
     HTML comments go; identifiers, paths, code spans, `_`, `~` and numbers stay as written."""
-    text = _BULLET_RE.sub("", text)
+    text = BULLET_RE.sub("", text, count=1)
     return " ".join((_outside_code(text, _unmark) if "`" in text else _unmark(text)).split())
 
 

@@ -67,40 +67,24 @@ def tokens(text: str) -> list[str]:
     return [t for t, _ in words(fold(text))]
 
 
-def char_script(ch: str) -> Script | None:
-    if not ch.isalpha():
-        return None
-    name = unicodedata.name(ch, "")
-    if name.startswith(("CJK", "KANGXI")) or "IDEOGRAPH" in name:
-        return Script.HAN
-    if name.startswith(("HIRAGANA", "KATAKANA")) or ch == "\u30fc":
-        return Script.KANA
-    if name.startswith("HANGUL"):
-        return Script.HANGUL
-    if name.startswith("THAI"):
-        return Script.THAI
-    if name.startswith("LATIN"):
-        return Script.LATIN
-    return Script.OTHER
-
-
 _SCRIPT_RES = (
     (Script.KANA, re.compile("[\u3040-\u30ff\u31f0-\u31ff\uff66-\uff9f]")),
     (Script.HANGUL, re.compile("[\u1100-\u11ff\u3130-\u318f\uac00-\ud7af]")),
     (Script.HAN, re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003ffff]")),
     (Script.THAI, re.compile("[\u0e00-\u0e7f]")),
+    (Script.LATIN, re.compile("[A-Za-z\u00c0-\u024f\u1e00-\u1eff]")),
 )
 
 
 def script_counts(text: str) -> dict[Script, int]:
-    """Letters per script (Latin counted as the rest); regexes, since this runs per statement."""
-    letters = sum(ch.isalpha() for ch in text)
+    """Letters per script; regexes, since this runs per statement."""
     if text.isascii():
+        letters = sum(ch.isalpha() for ch in text)
         return {Script.LATIN: letters} if letters else {}
     counts = {script: n for script, pattern in _SCRIPT_RES if (n := len(pattern.findall(text)))}
-    rest = letters - sum(counts.values())
+    rest = sum(ch.isalpha() for ch in text) - sum(counts.values())
     if rest > 0:
-        counts[Script.LATIN] = rest
+        counts[Script.OTHER] = rest
     return counts
 
 

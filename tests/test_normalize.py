@@ -47,3 +47,35 @@ def test_key_value_fact_meets_prose_form():
 
 def test_markup_only_statement_has_no_proposition():
     assert proposition("**the** a an") is None
+
+
+@pytest.mark.parametrize(("text", "polarity"), [
+    ("Never mock the database", -1),
+    ("No mocks in the integration tests", -1),  # English "no", language known
+    ("No usar Docker en el servidor para producción", -1),  # Spanish "no" is a negator
+    ("O deploy roda no servidor de staging", 1),  # Portuguese "no" = "in the"
+    ("Wir nutzen kein Docker für die Tests und das ist gut", -1),
+    ("On n'utilise pas Docker pour les tests dans le projet", -1),
+    ("不要把命令贴给用户", -1),
+    ("两个方案的结果不同", 1),  # 不同 "different" holds 不 but negates nothing
+    ("本番ではモックはしない", -1),
+    ("배포 전에 모킹하지 않는다", -1),
+])
+def test_negation_flips_only_where_the_language_makes_it_unambiguous(text, polarity):
+    assert proposition(text).polarity == polarity
+
+
+def test_every_script_has_matching_tokens():
+    from ontology.tokens import tokens
+    assert tokens("ＡＢＣ１２３ 全角テスト") == ["abc123", "全角", "角テ", "テス", "スト"]  # NFKC, kana bigrams
+    assert tokens("see `~/.claude/hooks/bash-guard.sh` now") == ["see", "~/.claude/hooks/bash-guard.sh", "now"]
+    assert "calculate_sum_pi_squared" in tokens("actor.calculate_sum_pi_squared=True")
+    mixed = proposition("NLP 模型每周重新训练").tokens
+    assert {"nlp", "模型", "训练"} <= mixed  # compared on all of its text, not its ASCII part alone
+
+
+def test_display_text_is_the_authors_wording():
+    from ontology.normalize import clean_markup
+    assert clean_markup("- **Set** `actor.calculate_sum_pi_squared=True` in ~/cool/x for 2~3-part runs") == \
+        "Set `actor.calculate_sum_pi_squared=True` in ~/cool/x for 2~3-part runs"
+    assert clean_markup("use \\_vlo and [the guide](guide.md) and [[other-note]]") == "use _vlo and the guide and other-note"

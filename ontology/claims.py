@@ -1,4 +1,4 @@
-"""What is a claim: which lines of a markdown body can state something (ADR 0008).
+"""What is a claim: which lines of a markdown body can state something (ADR 0009).
 
 Invariant: pure, line by line with a small amount of block state (fences, `$$`, indented code).
 Headings, label-only lines, link lists, code, formulas, table rows and HTML comments are never

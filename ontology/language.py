@@ -45,8 +45,9 @@ _MARGIN = 2  # the winner needs this many votes more than the runner-up
 # they also count when no other language is evident; "no" is ambiguous (pt/it "in the") and counts
 # only where the language is known to use it as a negator.
 _EN_ONLY = frozenset({"not", "never", "cannot", "nor", "avoid", "avoids", "avoided", "avoiding"})
+ENGLISH_NEGATORS = _EN_ONLY | {"no"}
 _NEGATORS: dict[Lang, frozenset[str]] = {
-    Lang.EN: _EN_ONLY | {"no"},
+    Lang.EN: ENGLISH_NEGATORS,
     Lang.ES: frozenset({"no", "nunca", "jamás", "tampoco"}),
     Lang.FR: frozenset({"pas", "jamais", "aucun", "aucune"}),  # with "ne"/"n'", which is dropped too
     Lang.DE: frozenset({"nicht", "nie", "niemals", "kein", "keine", "keinen", "keinem", "keiner", "keines"}),

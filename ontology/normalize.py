@@ -17,7 +17,7 @@ from functools import lru_cache
 import snowballstemmer
 
 from ontology.claims import BULLET_RE, MD_LINK_RE, WIKILINK_RE
-from ontology.language import Lang, detect, strip_negation, unspaced_negation
+from ontology.language import ENGLISH_NEGATORS, Lang, detect, strip_negation, unspaced_negation
 from ontology.tokens import fold, has_unspaced, words as split_words
 
 _STEMMER = snowballstemmer.stemmer("english")
@@ -30,6 +30,8 @@ STOPWORDS = frozenset(
     do does did to of for in on at by with from as so very all any some be been being
     and or but then there here when while which who whom what""".split()
 )
+# Negators of English, the language of search queries' framing words (ontology.search drops them).
+NEGATORS = ENGLISH_NEGATORS
 # "X is Y" / "X uses Y" shapes whose value may be exclusive (English prose only).
 _SLOT_VERBS = {"is": "is", "are": "is", "=": "is", "uses": "uses", "use": "uses", "using": "uses"}
 MAX_SLOT_SIDE_TOKENS = 5  # longer sides are prose, not a fact about one subject
@@ -224,7 +226,7 @@ def numbers(tokens: frozenset[str] | set[str]) -> frozenset[str]:
     return frozenset(n for t in tokens if t[:1].isdigit() for n in _NUMBER_IN_RE.findall(t))
 
 
-def _prose_slot(words: list[str], display: str) -> tuple[str, str] | None:
+def _prose_slot(words: list[str]) -> tuple[str, str] | None:
     for i, word in enumerate(words):
         relation = _SLOT_VERBS.get(word)
         if relation is None:
@@ -235,21 +237,8 @@ def _prose_slot(words: list[str], display: str) -> tuple[str, str] | None:
             return None
         if is_generic_subject(" ".join(subject)):
             return None
-        if word == "is" and not _names_a_thing(value, display):
-            return None  # "the suite is slow" / "is flaky": adjectives describe, they are not rivals
         return slot_of(" ".join(map(stem, subject)), relation, " ".join(value), " ".join(map(stem, value)))
     return None
-
-
-def _names_a_thing(value: list[str], display: str) -> bool:
-    """Prose "X is Y" names a value when Y is written as a name (capitalized: "Postgres"), a
-    yes/no, or a code span; a lowercase word after "is" is usually an adjective."""
-    if len(value) == 1 and value[0] in _BOOLEANS:
-        return True
-    return all(re.search(rf"(?<!\w)`?{re.escape(w)}", display, re.IGNORECASE) and
-               any(m.group(0).lstrip("`")[:1].isupper() or m.group(0).startswith("`")
-                   for m in re.finditer(rf"(?<!\w)`?{re.escape(w)}", display, re.IGNORECASE))
-               for w in value)
 
 
 def proposition(text: str) -> Proposition | None:
@@ -264,7 +253,7 @@ def proposition(text: str) -> Proposition | None:
     if lang in (Lang.EN, Lang.UNKNOWN) and len(words) == len(tokens):  # "X is Y": English prose only
         # A parenthesis elaborates the value ("=True (default False)" states "=True").
         bare = _PAREN_RE.sub("", cleaned)
-        slot = _prose_slot(_segment(bare)[0] if bare != cleaned else tokens, cleaned)
+        slot = _prose_slot(_segment(bare)[0] if bare != cleaned else tokens)
     if slot is not None:
         subject, relation, _ = slot[0].split("|")
         # Canonical order for facts so "database: postgres" and "the database is Postgres" meet.

@@ -80,8 +80,3 @@ def test_display_text_is_the_authors_wording():
         "Set `actor.calculate_sum_pi_squared=True` in ~/cool/x for 2~3-part runs"
     assert clean_markup("use \\_vlo and [the guide](guide.md) and [[other-note]]") == "use _vlo and the guide and other-note"
 
-
-def test_adjectives_after_is_are_not_rival_values():
-    assert proposition("The suite is slow").slot is None
-    assert proposition("The suite is flaky").slot is None
-    assert proposition("The database is Postgres").slot == proposition("The database is MySQL").slot

@@ -132,7 +132,7 @@ def status(project: Project, *, root: Path | None = None) -> dict[str, object]:
         "memory_dir": str(project.memory_dir),
         "ledger_dir": str(project.ledger_dir),
         "claude_home": str(claude_home()),
-        "outbox_depth": len(state.outbox_items()),
+        **state.summary(),
         "last_delivery": utc_from_epoch(float(last["at"])) if "at" in last else None,  # type: ignore[arg-type]
         "backend": backend_health(backend_url(), backend_token()),
         "codex_hooks": codex_hooks_status(project.root),

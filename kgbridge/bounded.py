@@ -1,10 +1,10 @@
-"""Run a call that might hang on a dead filesystem, and give up after a timeout. Stdlib only.
+"""Bounded I/O for the hook: a call in a forked child with a deadline, a whole-operation alarm, and
+reading only regular, size-capped files. Standard library only (the hook imports it).
 
-Why a forked child and not a thread: a thread blocked in a FUSE request sleeps uninterruptibly
+Why a child process and not a thread: a thread blocked in a FUSE request sleeps uninterruptibly
 (state D), and a process cannot finish exiting while any of its threads does, so a hook that used a
 thread would hang its harness at exit. The child runs in its own session with /dev/null for stdio,
-so nothing the harness waits on (our pid, our pipes) depends on it; a stuck child is orphaned and
-ends when the daemon answers or the mount goes away.
+so nothing the harness waits on depends on it; a stuck child is orphaned and ends when it can.
 """
 
 from __future__ import annotations
@@ -12,7 +12,11 @@ from __future__ import annotations
 import json
 import os
 import select
-from collections.abc import Callable
+import signal
+import stat
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 
 class TimedOut(Exception):
@@ -23,8 +27,18 @@ class ChildFailed(OSError):
     """The call raised in the child; `errno` is carried over when there was one."""
 
 
+class NotRegular(OSError):
+    """Not a regular file (FIFO, device, directory, symlink): never read it."""
+
+
+class TooLarge(OSError):
+    """A regular file over the size cap (a 600 MB sparse file is one): never read it."""
+
+
 def call_bounded(fn: Callable[[], object], timeout: float) -> object:
     """`fn()` in a forked child; its JSON-serializable result, `ChildFailed`, or `TimedOut`."""
+    if timeout <= 0:
+        raise TimedOut("no time left")
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:  # child: detach from everything the parent's waiters watch
@@ -44,12 +58,10 @@ def call_bounded(fn: Callable[[], object], timeout: float) -> object:
         finally:
             os._exit(0)
     os.close(write_end)
+    chunks: list[bytes] = []
+    deadline = time.monotonic() + timeout
     try:
-        chunks: list[bytes] = []
         remaining = timeout
-        import time
-
-        deadline = time.monotonic() + timeout
         while remaining > 0:
             ready, _, _ = select.select([read_end], [], [], remaining)
             if not ready:
@@ -67,7 +79,72 @@ def call_bounded(fn: Callable[[], object], timeout: float) -> object:
         pass
     if not chunks:
         raise TimedOut(f"no answer within {timeout * 1000:.0f} ms")
-    status, *rest = json.loads(b"".join(chunks))
+    try:
+        status, *rest = json.loads(b"".join(chunks))
+    except ValueError:
+        raise TimedOut(f"partial answer within {timeout * 1000:.0f} ms") from None
     if status == "ok":
         return rest[0]
     raise ChildFailed(rest[1] or 0, rest[0])
+
+
+@contextmanager
+def alarm(seconds: float) -> Iterator[None]:
+    """Raise TimeoutError in the main thread once `seconds` have passed, whatever the code inside is
+    doing in Python or in an interruptible system call (a `/health` trickling one byte per 100 ms
+    stays under every per-socket timeout; this bounds the whole exchange). Main thread only."""
+    def expire(signum: int, frame: object) -> None:
+        raise TimeoutError(f"no answer within {seconds * 1000:.0f} ms")
+
+    try:
+        previous = signal.signal(signal.SIGALRM, expire)
+    except ValueError:  # not the main thread: per-socket timeouts are all we have
+        yield
+        return
+    signal.setitimer(signal.ITIMER_REAL, max(seconds, 0.001))
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def read_regular(path: os.PathLike[str] | str, limit: int) -> bytes:
+    """The bytes of a regular file of at most `limit` bytes. Opened with O_NONBLOCK (a FIFO never
+    blocks the open) and O_NOFOLLOW (a symlink is not followed); anything else raises `NotRegular`,
+    anything larger `TooLarge`, before a byte is read."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise NotRegular(0, "not a regular file", str(path))
+        if info.st_size > limit:
+            raise TooLarge(0, f"{info.st_size} bytes, over the {limit}-byte artifact limit", str(path))
+        chunks, size = [], 0
+        while True:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > limit:  # grew since fstat
+                raise TooLarge(0, f"over the {limit}-byte artifact limit", str(path))
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def detach(argv: list[str]) -> None:
+    """fork + exec `argv` in its own session with stdio on /dev/null; returns at once. The child
+    survives the harness tearing down the hook's process group, and nothing waits on it."""
+    if os.fork() != 0:
+        return
+    try:
+        os.setsid()
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        os.closerange(3, 1024)
+        os.execv(argv[0], argv)
+    finally:
+        os._exit(0)

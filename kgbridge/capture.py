@@ -1,40 +1,53 @@
-"""Capture: what the hook does once it knows there is work. Standard library only.
+"""Capture: what the hook does once it knows there is work, and the detached worker. Standard library only.
 
-A PostToolUse on a memory file is delivered inline (bounded by detection's budget plus one small
-write); a rescan delivers every memory file and ledger entry not yet delivered and flushes the
-outbox. Never reads our own projection back (a mount on the memory directory is skipped), and
-never touches a path behind a possibly hung FUSE mount outside a bounded child. For Codex, its own
-memory store (`memory_summary.md`, ad-hoc notes) is captured too, and its memory agent ignored.
+A PostToolUse on a memory file reads it (regular files under the artifact limit only) and hands it
+to the outbox, or drops it straight into a local drop directory when nothing waits ahead of it;
+the network is only ever touched by the detached worker (one per project) or `kgbridge flush`.
+Everything the hook itself does that could block runs under its one deadline. Never reads our own
+projection back, and never touches a path behind a FUSE mount outside a bounded child. For Codex,
+its own memory store (`memory_summary.md`, ad-hoc notes) is captured too, and its memory agent ignored.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import sys
+import time
 from pathlib import Path
 
-from kgbridge.bounded import TimedOut, call_bounded
-from kgbridge.deliver import Outcome, deliver, flush
-from kgbridge.detect import Detection, Transport, behind_fuse, detect
+from kgbridge.bounded import TimedOut, call_bounded, detach, read_regular
+from kgbridge.deliver import DrainReport, Outcome, SendOutcome, drain, enqueue, registry_key, send, write_drop
+from kgbridge.detect import Detection, Transport, backend_token, behind_fuse, detect
 from kgbridge.project import Harness, Project, codex_memories, resolve, vetoed
-from kgbridge.state import ProjectState, state_root
-from ontology.layout import memory_source
+from kgbridge.state import ProjectState, StateUnusable, state_root
+from ontology.layout import MAX_ARTIFACT_BYTES, drop_name, knowledge_root, memory_source, ontology_paths
 from projection.mounts import fuse_mounts
+
+# Reading a topic file through a healthy projection mount takes milliseconds; the worker and
+# `flush` (not the hook) allow a busy daemon this long before trying again later.
+EDIT_READ_TIMEOUT_S = 2.0
 
 WRITE_TOOLS = frozenset({"Write", "Edit", "MultiEdit"})
 _PATCH_HEADER = re.compile(r"^\*\*\* (?:Add File|Update File|Move to): (.+?)\s*$", re.MULTILINE)
 
 
 def log(message: str) -> None:
+    """One line in `<state>/hook.log`; on stderr when the state directory cannot take it."""
     from ontology.clock import utc_now  # lazily: only a hook that has something to log pays for datetime
 
+    line = f"{utc_now()} {message}\n"
     try:
         root = state_root()
         root.mkdir(parents=True, exist_ok=True, mode=0o700)
-        with open(root / "hook.log", "a", encoding="utf-8") as log:
-            log.write(f"{utc_now()} {message}\n")
+        with open(root / "hook.log", "a", encoding="utf-8", errors="replace") as handle:
+            handle.write(line)
     except OSError:
-        pass
+        try:
+            sys.stderr.write(f"kgbridge: {line}")
+        except (OSError, ValueError):
+            pass
 
 
 def _inside(path: Path, directory: Path) -> bool:
@@ -74,7 +87,7 @@ def edited_paths(payload: dict, harness: str) -> list[Path]:
 
 def _memory_files(directory: Path) -> list[Path]:
     try:
-        return sorted(p for p in directory.iterdir() if p.suffix == ".md" and p.is_file() and not p.name.startswith("."))
+        return sorted(p for p in directory.iterdir() if p.suffix == ".md" and not p.name.startswith("."))
     except OSError:
         return []
 
@@ -93,28 +106,138 @@ def codex_memory_files() -> list[Path]:
     return ([summary] if summary.is_file() else []) + _memory_files(root / "extensions" / "ad_hoc" / "notes")
 
 
-def rescan(project: Project, detection: Detection, harness: str = Harness.CLAUDE) -> dict[str, int]:
-    """Deliver every memory file and ledger entry not yet delivered, then flush the outbox."""
+def read_artifact(path: Path) -> bytes | None:
+    """A memory file's bytes, or None (logged) for a FIFO, symlink, device, or one over the limit."""
+    try:
+        return read_regular(path, MAX_ARTIFACT_BYTES)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        log(f"skipped {os.fsencode(path).decode('utf-8', 'replace')}: {exc.strerror or exc}")
+        return None
+
+
+def rescan(project: Project, detection: Detection, harness: str = Harness.CLAUDE) -> DrainReport:
+    """Drain the outbox, then queue every memory file and ledger entry not yet settled and drain
+    again. When the outbox cannot be written, each new artifact gets one direct attempt instead,
+    and what is not delivered stays in its directory for the next rescan."""
     state = ProjectState(project.slug)
-    counts = {Outcome.DELIVERED: 0, Outcome.OUTBOX: 0}
+    stuck = apply_pending_edits(project, EDIT_READ_TIMEOUT_S)
     with state.lock():
+        try:
+            first = drain(state, detection)
+            waiting = {item.drop_name for item in state.outbox_items()}
+        except StateUnusable as exc:
+            first, waiting = DrainReport(0, 0, 0, str(exc)), set()
         delivered = state.delivered()
-        flush(state, detection)
         sources: list[tuple[str, Path]] = []
         if not projection_mounted(project.memory_dir):
             sources += [("memory", p) for p in _memory_files(project.memory_dir)]
         sources += [("ledger", p) for p in _memory_files(project.ledger_dir)]
         if harness == Harness.CODEX:
             sources += [("memory", p) for p in codex_memory_files()]
+        direct, unsent, problem = 0, 0, None
         for kind, path in sources:
-            try:
-                data = path.read_bytes()
-            except OSError:
+            data = read_artifact(path)
+            if data is None:
                 continue
-            outcome = deliver(state, detection, kind, path.name, data, delivered)
-            if outcome in counts:
-                counts[outcome] += 1
-    return counts
+            try:
+                enqueue(state, kind, path.name, data, delivered, waiting)
+            except OSError as exc:
+                problem = f"outbox unwritable: {exc.strerror or exc}"
+                if detection.active and send(detection, state.slug, drop_name(kind, data, path.name),
+                                             data).outcome is SendOutcome.DELIVERED:
+                    direct += 1
+                    delivered.add(registry_key(kind, data, path.name))
+                    try:
+                        state.record_delivered(registry_key(kind, data, path.name), detection.transport)
+                    except OSError:
+                        pass  # resent by a later rescan; the backend keeps one copy
+                else:
+                    unsent += 1
+        if problem:
+            log(f"{problem}; {unsent} artifacts stay in their directories for the next rescan")
+        try:
+            second = drain(state, detection) if first.stopped is None else \
+                DrainReport(0, 0, len(state.outbox_items()), first.stopped)
+        except StateUnusable as exc:
+            second = DrainReport(0, 0, 0, str(exc))
+    return DrainReport(first.delivered + second.delivered + direct, first.refused + second.refused,
+                       second.waiting + unsent, problem or second.stopped or stuck)
+
+
+def local_drop_dir(project: Project) -> Path | None:
+    """The drop directory when it is a writable directory on a local (non-FUSE) disk: there a drop
+    takes well under a millisecond, so the hook may do it itself (bench/hook.py). Else None."""
+    try:
+        ingest = ontology_paths(knowledge_root(), project.slug).ingest
+    except ValueError:
+        return None
+    if behind_fuse(ingest) or not os.path.isdir(ingest) or not os.access(ingest, os.W_OK):
+        return None
+    return ingest
+
+
+def hand_over(state: ProjectState, drop_dir: Path | None, kind: str, name: str, data: bytes,
+              delivered: set[str]) -> Outcome:
+    """The hook's delivery: dropped locally when nothing waits ahead of it, else queued for the
+    worker; UNSAVED (logged) when the outbox cannot be written: the next rescan reads the file again."""
+    key = registry_key(kind, data, name)
+    if key in delivered:
+        return Outcome.SEEN
+    if drop_dir is not None:
+        try:
+            empty = not state.outbox_items()
+        except StateUnusable:
+            empty = True  # nothing can wait there anyway: dropping now loses nothing
+        if empty:
+            try:
+                write_drop(drop_dir, drop_name(kind, data, name), data)
+            except OSError:
+                pass  # a full or read-only knowledge disk: the outbox keeps it
+            else:
+                delivered.add(key)
+                try:
+                    state.record_delivered(key, Transport.DIR)
+                    state.mark_known()
+                except OSError as exc:
+                    log(f"delivered {name} but could not record it ({exc.strerror or exc}); a rescan may resend it")
+                return Outcome.DELIVERED
+    try:
+        enqueue(state, kind, name, data, delivered)
+    except OSError as exc:
+        log(f"outbox unwritable ({exc.strerror or exc}): {name} was not queued; the next rescan "
+            f"retries it from the memory file")
+        return Outcome.UNSAVED
+    return Outcome.OUTBOX
+
+
+def spawn_worker(cwd: str, harness: str, *, rescan_first: bool = False) -> None:
+    detach([sys.executable, "-m", "kgbridge.hook", "--worker" if rescan_first else "--drain", cwd, "--harness", harness])
+
+
+def capture_files(project: Project, paths: list[Path], harness: str) -> None:
+    """PostToolUse: hand each edited memory file over. Only local work happens here (a capped read
+    of a regular file, an atomic write); a file behind FUSE, where a read could hang, is read by a
+    rescanning worker instead."""
+    state = ProjectState(project.slug)
+    drop_dir = local_drop_dir(project)
+    if drop_dir is None and not state.is_known():
+        return  # never activated: a silent no-op
+    delivered = state.delivered()
+    outcomes: set[Outcome] = set()
+    rescan_wanted = False
+    for path in paths:
+        if behind_fuse(path):
+            rescan_wanted = True
+            continue
+        data = read_artifact(path)
+        if data is not None:
+            outcomes.add(hand_over(state, drop_dir, "memory", path.name, data, delivered))
+    if rescan_wanted or Outcome.UNSAVED in outcomes:
+        spawn_worker(str(project.root), harness, rescan_first=True)
+    elif Outcome.OUTBOX in outcomes:
+        spawn_worker(str(project.root), harness)
 
 
 def intended_content(tool: str, tool_input: dict, current: str) -> str | None:
@@ -132,9 +255,52 @@ def intended_content(tool: str, tool_input: dict, current: str) -> str | None:
     return text
 
 
-def redirect_write(payload: dict, project: Project) -> dict | None:
-    """PreToolUse on the mounted memory slot: send the intended content to ingestion and deny the
-    write (the mount is read-only), telling the agent where its memory went."""
+def _edited_content(project: Project, target: Path, tool: str, tool_input: dict, timeout: float) -> str | None:
+    """What the memory file says after this edit of its projected topic file. The current text is
+    read through the mount, so in a bounded child: TimedOut and OSError reach the caller."""
+    current = "" if tool == "Write" else str(call_bounded(
+        lambda: read_regular(target, MAX_ARTIFACT_BYTES).decode("utf-8"), timeout))
+    content = intended_content(tool, tool_input, current)
+    if content is None:
+        return None
+    # What the agent saw was a topic file: save what this memory file now says (its own text without
+    # the projection's evidence appendix), as the next version of that same file.
+    from projection.topic import topic_to_memory  # only writes to the mounted slot pay for it
+
+    return topic_to_memory(current, content, memory_source(project.slug, target.name)) or content
+
+
+def apply_pending_edits(project: Project, timeout: float) -> str | None:
+    """The worker's part of PreToolUse: edits the mount was too slow for, oldest first, queued for
+    delivery. Returns why it stopped (the mount still not answering, an unusable outbox), else None."""
+    state = ProjectState(project.slug)
+    try:
+        items = state.edit_items()
+    except StateUnusable as exc:
+        return str(exc)
+    for item in items:
+        try:
+            record = json.loads(item.read_bytes())
+            content = _edited_content(project, Path(record["target"]), record["tool"], record["tool_input"], timeout)
+        except TimedOut as exc:
+            return f"projection did not answer: {exc}"
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            log(f"dropped pending edit {item.name}: {exc}")
+            content = None
+        try:
+            if content is not None:
+                enqueue(state, "memory", Path(record["target"]).name, content.encode("utf-8"))
+            item.unlink(missing_ok=True)
+        except OSError as exc:
+            return f"cannot queue a pending edit: {exc.strerror or exc}"
+    return None
+
+
+def redirect_write(payload: dict, project: Project, deadline: float) -> dict | None:
+    """PreToolUse on the mounted memory slot: hand the intended content over and deny the write (the
+    mount is read-only), telling the agent where its memory went. An edit needs the current text,
+    read through the mount in a bounded child under the hook's deadline; when the mount is slower,
+    the edit itself is queued and the worker applies it."""
     tool = payload.get("tool_name") or ""
     tool_input = payload.get("tool_input") or {}
     path = tool_input.get("file_path") if isinstance(tool_input, dict) else None
@@ -144,30 +310,41 @@ def redirect_write(payload: dict, project: Project) -> dict | None:
     target = Path(payload.get("cwd") or os.getcwd()) / path
     if not _inside(target, memory_dir) or vetoed(project):
         return None
-    current = ""
-    if tool != "Write":
+    state = ProjectState(project.slug)
+    try:
+        content = _edited_content(project, target, tool, tool_input, deadline - time.monotonic())
+    except TimedOut:
         try:
-            current = call_bounded(lambda: target.read_text(encoding="utf-8"), 1.0)  # type: ignore[assignment]
-        except (OSError, TimedOut):
-            current = ""
-    content = intended_content(tool, tool_input, str(current))
+            state.put_edit({"target": str(target), "tool": tool, "tool_input": tool_input})
+        except OSError as exc:
+            return _deny(f"Not saved: kgbridge's outbox cannot be written ({exc.strerror or exc}); retry later.")
+        spawn_worker(str(project.root), Harness.CLAUDE)
+        return _deny(f"Saved to the kgbridge outbox instead: this memory directory is kgbridge's read-only "
+                     f"projection. The edit of {target.name} is applied and delivered in the background.")
+    except OSError as exc:
+        return _deny(f"Not saved: could not read {target.name} through kgbridge's projection ({exc}).")
     if content is None:
         return None
-    # What the agent saw was a topic file: save what this memory file now says (its own text without
-    # the projection's evidence appendix), as the next version of that same file.
-    from projection.topic import topic_to_memory
+    outcome = hand_over(state, local_drop_dir(project), "memory", target.name, content.encode("utf-8"),
+                        state.delivered())
+    if outcome is Outcome.OUTBOX:
+        spawn_worker(str(project.root), Harness.CLAUDE)
+    elif outcome is Outcome.UNSAVED:
+        return _deny("Not saved: kgbridge's outbox cannot be written (see `kgbridge status`). This memory "
+                     "directory is kgbridge's read-only projection; retry once the state directory is fixed.")
+    where = "the knowledge graph" if outcome in (Outcome.DELIVERED, Outcome.SEEN) else \
+        "the kgbridge outbox (delivered in the background)"
+    return _deny(f"Saved to {where} instead: this memory directory is kgbridge's read-only projection. "
+                 f"{target.name} will be merged and weighed against what other sessions said; MEMORY.md and "
+                 f"the topic files show the result (also MCP kg_search / kg_concept).")
 
-    content = topic_to_memory(str(current), content, memory_source(project.slug, target.name)) or content
-    outcome = deliver(ProjectState(project.slug), detect(project), "memory", target.name, content.encode("utf-8"))
-    where = "the knowledge graph" if outcome in (Outcome.DELIVERED, Outcome.SEEN) else "the kgbridge outbox (backend away)"
-    reason = (f"Saved to {where} instead: this memory directory is kgbridge's read-only projection. "
-              f"{target.name} will be merged and weighed against what other sessions said; MEMORY.md and "
-              f"the topic files show the result (also MCP kg_search / kg_concept).")
+
+def _deny(reason: str) -> dict:
     return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
                                    "permissionDecisionReason": reason}}
 
 
-def handle(payload: dict, harness: str = Harness.CLAUDE) -> dict | None:
+def handle(payload: dict, harness: str, deadline: float) -> dict | None:
     """Act on one non-rescan hook event; returns the JSON decision to print, if any."""
     event = payload.get("hook_event_name") or ""
     cwd = payload.get("cwd") or os.getcwd()
@@ -175,24 +352,15 @@ def handle(payload: dict, harness: str = Harness.CLAUDE) -> dict | None:
         return None
     project = resolve(cwd)
     if event == "PreToolUse":
-        return redirect_write(payload, project)
+        return redirect_write(payload, project, deadline)
     if event == "PostToolUse":
         memory_dirs = [] if projection_mounted(project.memory_dir) else [project.memory_dir]
         if harness == Harness.CODEX:
             memory_dirs.append(codex_memories())
         targets = [p for p in edited_paths(payload, harness)
                    if p.suffix == ".md" and any(_inside(p, d) for d in memory_dirs)]
-        if not targets or vetoed(project):
-            return None
-        detection = detect(project)
-        state = ProjectState(project.slug)
-        for path in targets:
-            try:
-                data = path.read_bytes()
-            except OSError:
-                continue
-            deliver(state, detection, "memory", path.name, data)
-        return None
+        if targets and not vetoed(project):
+            capture_files(project, targets, harness)
     return None
 
 
@@ -200,7 +368,6 @@ def handle(payload: dict, harness: str = Harness.CLAUDE) -> dict | None:
 # bound characters from above, so rendering to this many bytes keeps the promise.
 CONTEXT_BYTES = 10_000
 CONTEXT_LINES = 120
-CONTEXT_HTTP_TIMEOUT_S = 0.5
 # Codex cuts a SessionStart context above 2,500 tokens in the middle, counting 4 bytes a token (a
 # 9,969-byte context arrived whole, 12,459 bytes were cut at ~10,000): 9,600 bytes stay under it
 # even where the hook carries no additionalContextLimit.
@@ -214,10 +381,10 @@ _MD_LINK = re.compile(r"\[([^\]\n]+)\]\([^)\s]+\.md\)")
 def _local_memory(database: Path, slug: str, max_bytes: int) -> str:
     import sqlite3
 
+    from dataclasses import replace
+
     from projection.render import render_memory
     from projection.snapshot import memory_snapshot
-
-    from dataclasses import replace
 
     conn = sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=1.0)
     try:
@@ -244,9 +411,26 @@ def _whole_lines(text: str, max_bytes: int) -> str:
     return kept + CUT_NOTE.format(lines=len(text.splitlines()) - len(kept.splitlines()))
 
 
-def session_context(payload: dict, harness: str = Harness.CLAUDE) -> dict | None:
+def _context_text(project: Project, seconds: float, max_bytes: int) -> str:
+    """MEMORY.md for the session, from the local graph or over HTTP. Runs in a bounded child."""
+    detection = detect(project)
+    if detection.transport == Transport.DIR and detection.ingest_target:
+        database = Path(detection.ingest_target).parent / "graph.db"
+        return _local_memory(database, project.slug, max_bytes) if database.exists() else ""
+    if detection.transport == Transport.HTTP and detection.ingest_target:
+        from kgbridge.detect import http_get  # lazily: urllib only where HTTP is the transport
+
+        base = detection.ingest_target.rsplit("/ingest", 1)[0]
+        status, body = http_get(f"{base}/ontologies/{project.slug}/memory", backend_token(), seconds)
+        return body.decode("utf-8", "replace") if status == 200 else ""
+    return ""
+
+
+def session_context(payload: dict, harness: str, deadline: float) -> dict | None:
     """SessionStart without a mounted projection: hand the agent a compact MEMORY.md as context
-    (for Codex: smaller, so it arrives whole, and without links to files it cannot open)."""
+    (for Codex: smaller, so it arrives whole, and without links to files it cannot open).
+    Detection, name resolution and the read all run in one bounded child under the hook's deadline;
+    when it does not answer in time the session starts without context (logged)."""
     cwd = payload.get("cwd") or os.getcwd()
     if harness == Harness.CODEX and codex_memory_agent(cwd):
         return None
@@ -255,39 +439,15 @@ def session_context(payload: dict, harness: str = Harness.CLAUDE) -> dict | None
         return None
     preface = CODEX_PREFACE if harness == Harness.CODEX else ""
     budget = (CODEX_CONTEXT_BYTES if harness == Harness.CODEX else CONTEXT_BYTES) - len(preface.encode("utf-8"))
-    detection = detect(project)
-    text = ""
-    if detection.transport == Transport.DIR and detection.ingest_target:
-        database = Path(detection.ingest_target).parent / "graph.db"
-        try:
-            if behind_fuse(database):
-                text = str(call_bounded(lambda: _local_memory(database, project.slug, budget), 1.0))
-            elif database.exists():
-                text = _local_memory(database, project.slug, budget)
-        except Exception as exc:  # noqa: BLE001 - context is optional: log it, start the session anyway
-            log(f"session context unavailable: {exc}")
-    elif detection.transport == Transport.HTTP and detection.ingest_target:
-        from kgbridge.detect import backend_token, http_get
-
-        base = detection.ingest_target.rsplit("/ingest", 1)[0]
-        try:
-            status, body = http_get(f"{base}/ontologies/{project.slug}/memory", backend_token(),
-                                    CONTEXT_HTTP_TIMEOUT_S)
-            text = body.decode("utf-8", "replace") if status == 200 else ""
-        except OSError:
-            text = ""
+    try:
+        text = str(call_bounded(lambda: _context_text(project, max(0.01, deadline - time.monotonic()), budget),
+                                deadline - time.monotonic()))
+    except (OSError, TimedOut) as exc:  # ChildFailed is an OSError
+        log(f"session context unavailable: {exc}")
+        return None
     text = _whole_lines(text, budget)  # the HTTP route renders for a MEMORY.md slot, larger than this
     if not text.strip():
         return None
     if harness == Harness.CODEX:
         text = _MD_LINK.sub(r"\1", text)  # only shortens: still within the budget
     return {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": preface + text}}
-
-
-def worker(cwd: str, harness: str = Harness.CLAUDE) -> None:
-    if harness == Harness.CODEX and codex_memory_agent(cwd):
-        return
-    project = resolve(cwd)
-    if vetoed(project):
-        return
-    rescan(project, detect(project), harness)

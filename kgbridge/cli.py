@@ -194,30 +194,52 @@ def deactivate(project: Optional[Path] = ProjectOpt, as_json: bool = JsonOpt) ->
 
 @app.command()
 def status(project: Optional[Path] = ProjectOpt, root: Optional[Path] = RootOpt, as_json: bool = JsonOpt) -> None:
-    """State (inactive / active / hard-off), transport, ingest target, backend, outbox."""
+    """State (inactive / active / hard-off), transport, backend, outbox depth, oldest item, refused.
+    Exits 2 when the state directory cannot be written (the outbox cannot take new items)."""
     from kgbridge.activation import status as do_status
 
     info = do_status(project_mod.resolve(project), root=root)
     if as_json:
         print(json.dumps(info))
-        return
-    table = Table(show_header=False, title=f"kgbridge: {info['slug']}")
-    for key, value in info.items():
-        table.add_row(key, str(value))
-    console.print(table)
+    else:
+        table = Table(show_header=False, title=f"kgbridge: {info['slug']}")
+        for key, value in info.items():
+            table.add_row(key, str(value))
+        console.print(table)
+    if info.get("state_problem"):
+        err.print(f"[red]{info['state_problem']}[/red]: new memory stays in its files until a rescan can queue it")
+        raise typer.Exit(2)
 
 
 @app.command()
-def flush(project: Optional[Path] = ProjectOpt, root: Optional[Path] = RootOpt) -> None:
-    """Deliver the outbox and anything new in the memory and ledger directories."""
-    from kgbridge.detect import detect
+def flush(project: Optional[Path] = ProjectOpt, root: Optional[Path] = RootOpt, as_json: bool = JsonOpt) -> None:
+    """Deliver the outbox (oldest first) and anything new in the memory and ledger directories.
+    Exits 0 when nothing waits, 1 when items still wait (backend away), 2 when the state directory
+    is unusable. Refused items go to `refused/` with the backend's answer; the rest go on."""
     from kgbridge.capture import rescan
+    from kgbridge.detect import detect
+    from kgbridge.state import ProjectState
 
     proj = project_mod.resolve(project)
     detection = detect(proj, root=root, use_cache=False)
-    counts = rescan(proj, detection)
-    console.print(f"{proj.slug}: {detection.state} via {detection.transport}; delivered {counts['delivered']}, "
-                  f"waiting in outbox {counts['outbox']}")
+    report = rescan(proj, detection)
+    summary = ProjectState(proj.slug).summary()
+    result = {"slug": proj.slug, "state": detection.state, "transport": detection.transport,
+              "delivered": report.delivered, "refused_now": report.refused, "stopped": report.stopped, **summary}
+    if as_json:
+        print(json.dumps(result))
+    else:
+        oldest = f", oldest {summary['outbox_oldest_age_s']} s" if summary["outbox_oldest_age_s"] is not None else ""
+        console.print(f"{proj.slug}: {detection.state} via {detection.transport}; delivered {report.delivered}, "
+                      f"refused {report.refused}; waiting in outbox {summary['outbox_depth']}{oldest}; "
+                      f"refused in all {summary['refused']} ({summary['refused_dir']})", markup=False)
+        if report.stopped:
+            err.print(f"stopped: {report.stopped}", markup=False)
+    if summary["state_problem"]:
+        err.print(f"[red]{summary['state_problem']}[/red]")
+        raise typer.Exit(2)
+    if summary["outbox_depth"]:
+        raise typer.Exit(1)
 
 
 @app.command("install-hooks")

@@ -1,9 +1,10 @@
-"""Deliver one artifact to the knowledge graph, verbatim, or keep it in the outbox until we can.
+"""Deliver artifacts to the knowledge graph, verbatim, through the outbox; drain it in arrival order.
 
-Invariants: nothing is lost (an artifact is either delivered, or in the outbox, or not ours to
-send); nothing is sent twice (the delivered registry keys on content hash + kind + name); a drop is
-atomic (dot-temp file in the drop directory, then rename to `<kind>.<sha12>.<name>`); no call waits
-longer than its timeout, even on a hung FUSE mount (kgbridge.bounded). Standard library only (the hook imports it).
+Invariants: nothing is lost (an artifact is delivered, waiting in the outbox, refused with the
+backend's answer in `refused/`, or not ours to send); nothing is sent twice (the registry keys on
+kind + content hash + name); a permanent refusal never blocks the items behind it, a transient
+failure stops the drain so order holds; no send outlives its bound (kgbridge.bounded).
+Standard library only (the hook imports it).
 """
 
 from __future__ import annotations
@@ -11,115 +12,190 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import os
+from collections import namedtuple
 from enum import StrEnum
 from pathlib import Path
 
-from kgbridge.bounded import TimedOut, call_bounded
+from kgbridge.bounded import TimedOut, alarm, call_bounded
 from kgbridge.detect import Detection, Transport, backend_token, behind_fuse
-from kgbridge.state import ProjectState
+from kgbridge.state import OutboxItem, ProjectState
 from ontology.atomic import atomic_write  # stdlib-only modules
 from ontology.layout import drop_name, split_drop_name
 
 # Writing one small file into a live drop directory takes well under a millisecond; a write that
-# has not finished in 250 ms is hung, and the artifact goes to the outbox instead.
+# has not finished in 250 ms is hung, and the item waits for the next attempt.
 DROP_TIMEOUT_S = 0.25
-# Posting one artifact to a healthy backend on loopback is ~10 ms; allow for a busy single writer.
-POST_TIMEOUT_S = 2.0
+# One POST, the whole exchange (connect, send, answer): ~10 ms on loopback when healthy. Only the
+# detached worker and `kgbridge flush` post, so this may wait out a busy single writer.
+POST_TIMEOUT_S = 5.0
+# 4xx answers that say nothing about the item (auth, missing ontology, rate limits): the same item
+# may succeed later, so they stop the drain like a 5xx instead of refusing the item.
+_NOT_THE_ITEMS_FAULT = frozenset({401, 403, 404, 407, 408, 409, 425, 429})
 
 
 class Outcome(StrEnum):
-    """What `deliver` did with one artifact."""
+    """What the hook's hand-over did with one artifact."""
 
-    DELIVERED = "delivered"  # the backend has it now
+    DELIVERED = "delivered"  # dropped into a local drop directory: the backend has it now
     SEEN = "seen"  # it had it already (the delivered registry says so)
-    OUTBOX = "outbox"  # kept locally until the backend is back
-    SKIPPED = "skipped"  # the project was never activated: a silent no-op
+    OUTBOX = "outbox"  # queued; the detached worker sends it
+    UNSAVED = "unsaved"  # the outbox cannot be written: logged; the next rescan reads the file again
+
+
+class SendOutcome(StrEnum):
+    """What one attempt to send one outbox item came to."""
+
+    DELIVERED = "delivered"  # the backend has it
+    REFUSED = "refused"  # it never will (413, 422, other 4xx): set aside with the answer
+    RETRY = "retry"  # backend away, hung or busy: stop here, keep order, back off
+
+
+class Attempt(namedtuple("Attempt", "outcome detail")):
+    __slots__ = ()
+    outcome: SendOutcome
+    detail: dict[str, object]
+
+
+class DrainReport(namedtuple("DrainReport", "delivered refused waiting stopped")):
+    """Counts of one drain; `stopped` says why items still wait (None when the outbox is empty)."""
+
+    __slots__ = ()
+    delivered: int
+    refused: int
+    waiting: int
+    stopped: str | None
 
 
 def registry_key(kind: str, data: bytes, name: str) -> str:
-    """Whitespace-free key for the delivered registry."""
-    encoded = base64.urlsafe_b64encode(name.encode()).decode()
+    """Whitespace-free key for the delivered registry; any file name works (surrogate escapes too)."""
+    encoded = base64.urlsafe_b64encode(os.fsencode(name)).decode()
     return f"{kind}:{hashlib.sha256(data).hexdigest()}:{encoded}"
 
 
-def _drop(ingest: Path, dropped: str, data: bytes) -> None:
-    # Never creates the drop directory: one that is gone means the ontology is, not "make it again".
+def wire_name(name: str) -> str:
+    """A file name as valid UTF-8 text for the wire (undecodable bytes become U+FFFD)."""
+    return os.fsencode(name).decode("utf-8", "replace")
+
+
+def write_drop(ingest: Path, dropped: str, data: bytes) -> None:
+    """Drop one file atomically. Never creates the drop directory: one that is gone means the
+    ontology is, not "make it again"."""
     atomic_write(ingest / dropped, data, mode=0o644, parents=False)
 
 
-def _drop_bounded(ingest: Path, dropped: str, data: bytes) -> bool:
-    """Drop the file; behind a FUSE mount in a bounded child, so a hung daemon cannot hold us."""
+def _send_drop(ingest: Path, dropped: str, data: bytes) -> Attempt:
+    """Behind a FUSE mount in a bounded child, so a hung daemon cannot hold the drain."""
     try:
         if behind_fuse(ingest):
-            call_bounded(lambda: _drop(ingest, dropped, data), DROP_TIMEOUT_S)
+            call_bounded(lambda: write_drop(ingest, dropped, data), DROP_TIMEOUT_S)
         else:
-            _drop(ingest, dropped, data)
-        return True
-    except (OSError, TimedOut):
-        return False
+            write_drop(ingest, dropped, data)
+        return Attempt(SendOutcome.DELIVERED, {})
+    except (OSError, TimedOut) as exc:
+        return Attempt(SendOutcome.RETRY, {"error": f"drop directory: {exc}"})
 
 
-def _post(url: str, token: str | None, slug: str, name: str, data: bytes) -> bool:
-    import urllib.error  # lazily: only the HTTP transport pays for it
-    import urllib.request
-
-    body = json.dumps({"ontology": slug, "filename": name, "content": data.decode("utf-8", "replace")}).encode()
-    headers = {"Content-Type": "application/json", **({"Authorization": f"Bearer {token}"} if token else {})}
-    request = urllib.request.Request(url, data=body, headers=headers, method="POST")
+def _answer(body: bytes) -> object:
     try:
-        with urllib.request.urlopen(request, timeout=POST_TIMEOUT_S) as response:  # noqa: S310
-            return response.status == 200
-    except urllib.error.HTTPError as exc:
-        return exc.code == 422  # rejected: the backend kept it with its reason; resending won't help
-    except OSError:
-        return False
+        return json.loads(body)
+    except ValueError:
+        return body[:4096].decode("utf-8", "replace")
 
 
-def send(detection: Detection, slug: str, dropped: str, data: bytes, *, token: str | None = None) -> bool:
-    """One attempt over the detected transport; True when the backend has it."""
+def _post(url: str, token: str | None, slug: str, name: str, data: bytes) -> Attempt:
+    import http.client  # lazily: only the HTTP transport pays for it
+    import urllib.parse
+
+    # UTF-8 on the wire: with ensure_ascii an emoji-rich 837 KB file became a 2.35 MB body (413).
+    body = json.dumps({"ontology": slug, "filename": wire_name(name), "content": data.decode("utf-8", "replace")},
+                      ensure_ascii=False).encode("utf-8")
+    headers = {"Content-Type": "application/json; charset=utf-8",
+               **({"Authorization": f"Bearer {token}"} if token else {})}
+    parts = urllib.parse.urlsplit(url)
+    connection = (http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection)(
+        parts.hostname or "localhost", parts.port, timeout=POST_TIMEOUT_S)
+    try:
+        with alarm(POST_TIMEOUT_S):
+            try:
+                connection.request("POST", parts.path or "/", body=body, headers=headers)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # a server may answer (413) and close before reading the body: read that answer
+            response = connection.getresponse()
+            answer = response.read(65536)
+    except (OSError, ValueError, http.client.HTTPException) as exc:  # refused, reset, timed out
+        return Attempt(SendOutcome.RETRY, {"error": f"{type(exc).__name__}: {exc}"})
+    finally:
+        connection.close()
+    if 200 <= response.status < 300:
+        return Attempt(SendOutcome.DELIVERED, {"status": response.status})
+    detail = {"status": response.status, "answer": _answer(answer)}
+    if response.status < 400 or response.status >= 500 or response.status in _NOT_THE_ITEMS_FAULT:
+        return Attempt(SendOutcome.RETRY, detail)
+    return Attempt(SendOutcome.REFUSED, detail)
+
+
+def send(detection: Detection, slug: str, dropped: str, data: bytes, *, token: str | None = None) -> Attempt:
+    """One attempt over the detected transport."""
     if detection.transport == Transport.DIR and detection.ingest_target:
-        return _drop_bounded(Path(detection.ingest_target), dropped, data)
+        return _send_drop(Path(detection.ingest_target), dropped, data)
     if detection.transport == Transport.HTTP and detection.ingest_target:
         # The drop name carries the kind hint and original name; the backend decodes both.
         return _post(detection.ingest_target, backend_token(token), slug, dropped, data)
-    return False
+    return Attempt(SendOutcome.RETRY, {"error": f"backend {detection.state}: {detection.reason}"})
 
 
-def deliver(state: ProjectState, detection: Detection, kind: str, name: str, data: bytes,
-            delivered: set[str] | None = None) -> Outcome:
-    """Deliver or enqueue one artifact, and say which of the four happened."""
-    key = registry_key(kind, data, name)
-    seen = state.delivered() if delivered is None else delivered
-    if key in seen:
-        return Outcome.SEEN
+def enqueue(state: ProjectState, kind: str, name: str, data: bytes, delivered: set[str] | None = None,
+            waiting: set[str] | None = None) -> bool:
+    """Put one artifact at the end of the outbox unless it is settled or already waiting; True when
+    added. Raises OSError when the outbox cannot be written (the caller says so)."""
+    if registry_key(kind, data, name) in (state.delivered() if delivered is None else delivered):
+        return False
     dropped = drop_name(kind, data, name)
-    if detection.active and send(detection, state.slug, dropped, data):
-        state.record_delivered(key, detection.transport)
-        seen.add(key)
-        return Outcome.DELIVERED
-    if detection.active or state.is_known():
-        if not (state.outbox / dropped).exists():
-            state.put_outbox(dropped, data)
-        return Outcome.OUTBOX
-    return Outcome.SKIPPED
+    if waiting is not None and dropped in waiting:
+        return False
+    state.put_outbox(dropped, data)
+    if waiting is not None:
+        waiting.add(dropped)
+    return True
 
 
-def flush(state: ProjectState, detection: Detection) -> tuple[int, int]:
-    """Try every outbox item once; returns (delivered, still waiting)."""
-    if not detection.active:
-        return 0, len(state.outbox_items())
-    delivered = state.delivered()
-    sent = 0
+def _settle(state: ProjectState, item: OutboxItem, attempt: Attempt, key: str, transport: str) -> None:
+    if attempt.outcome is SendOutcome.REFUSED:
+        state.refuse(item, {"drop_name": wire_name(item.drop_name), **attempt.detail})
+    else:
+        item.path.unlink(missing_ok=True)
+    state.record_delivered(key, transport)
+
+
+def drain(state: ProjectState, detection: Detection) -> DrainReport:
+    """Send waiting items oldest first until the outbox is empty or the backend stops answering.
+    The caller holds `state.lock()`. Raises StateUnusable when the outbox cannot be read."""
+    delivered, refused, stopped = 0, 0, None
+    settled = state.delivered()
     for item in state.outbox_items():
-        data = item.read_bytes()
-        hint, original = split_drop_name(item.name)
+        try:
+            data = item.path.read_bytes()
+        except FileNotFoundError:
+            continue  # another drain took it
+        except OSError as exc:
+            stopped = f"cannot read outbox item {wire_name(item.path.name)}: {exc.strerror or exc}"
+            break
+        hint, original = split_drop_name(item.drop_name)
         key = registry_key(hint or "document", data, original)
-        if key in delivered or send(detection, state.slug, item.name, data):
-            if key not in delivered:
-                state.record_delivered(key, detection.transport)
-                delivered.add(key)
-            item.unlink()
-            sent += 1
-        else:
-            break  # the backend stopped answering: keep order, try the rest later
-    return sent, len(state.outbox_items())
+        if key in settled:
+            item.path.unlink(missing_ok=True)
+            continue
+        attempt = send(detection, state.slug, item.drop_name, data)
+        if attempt.outcome is SendOutcome.RETRY:
+            stopped = str(attempt.detail.get("error") or f"HTTP {attempt.detail.get('status')}")
+            break
+        try:
+            _settle(state, item, attempt, key, detection.transport)
+        except OSError as exc:  # a full or read-only state dir: the item stays; resending is harmless
+            stopped = f"cannot settle {wire_name(item.path.name)}: {exc.strerror or exc}"
+            break
+        settled.add(key)
+        delivered += attempt.outcome is SendOutcome.DELIVERED
+        refused += attempt.outcome is SendOutcome.REFUSED
+    return DrainReport(delivered, refused, len(state.outbox_items()), stopped)

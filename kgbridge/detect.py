@@ -16,7 +16,7 @@ from collections import namedtuple
 from enum import StrEnum
 from pathlib import Path
 
-from kgbridge.bounded import ChildFailed, TimedOut, call_bounded
+from kgbridge.bounded import ChildFailed, TimedOut, alarm, call_bounded
 from kgbridge.project import Project, vetoed
 from kgbridge.state import ProjectState, read_json
 from ontology.atomic import atomic_write
@@ -117,8 +117,8 @@ def http_get(url: str, token: str | None, timeout: float) -> tuple[int, bytes]:
     import urllib.request
 
     request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"} if token else {})
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 - configured URL
+    try:  # `timeout` bounds each socket operation, the alarm the whole exchange (a trickling answer)
+        with alarm(timeout), urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310
             return response.status, response.read(65536)
     except urllib.error.HTTPError as exc:
         return exc.code, b""

@@ -1,19 +1,27 @@
 """`kgbridge-hook`: the entry point Claude Code and Codex run on hook events. Standard library only.
 
-Invariants: always exits 0 and prints nothing but a JSON decision where one is needed. Start-up
-imports only json, os and sys, so the common events cost little more than the interpreter: an edit
-that cannot be a memory file (not `.md`) exits at once; rescans (SessionStart, Stop, SubagentStop,
-PreCompact, SessionEnd) fork+exec a detached worker (new session, stdio on /dev/null) that survives
-the harness's teardown; only real work loads `kgbridge.capture` (SessionStart also prints the
-projection as additionalContext when none is mounted). Errors go to `<state>/hook.log`.
+Invariants: always exits 0 and prints nothing but a JSON decision where one is needed; a memory
+write touches no network: the file goes to the local outbox (or a local drop directory) and a
+detached worker (`--drain`/`--worker`: fork + exec, new session, stdio on /dev/null) delivers it;
+every wait on something outside the process gets what is left of one monotonic deadline. Start-up
+imports only json, os, sys and time; only real work loads `kgbridge.capture`. Errors go to
+`<state>/hook.log`.
 """
 
 import json
 import os
 import sys
+import time
 
 MAX_PAYLOAD_BYTES = 8 * 1024 * 1024  # payloads carry file contents; anything larger is not ours
 RESCAN_EVENTS = frozenset({"SessionStart", "Stop", "SubagentStop", "PreCompact", "SessionEnd"})
+# The synchronous part of a hook after interpreter start-up; every wait on something outside the
+# process (a read through a FUSE mount) gets what is left of it. With ~25-30 ms of start-up this
+# keeps the worst case under the 150 ms an agent may wait on a memory write (bench/hook.py).
+HOOK_DEADLINE_S = 0.08
+# SessionStart may hand the agent MEMORY.md as context: once per session, and rendering it loads
+# SQLite and the renderer (~60-100 ms of imports alone), so it gets a larger, still fixed, budget.
+SESSION_START_DEADLINE_S = 0.5
 
 
 def _may_touch_markdown(payload: dict) -> bool:
@@ -28,27 +36,12 @@ def _may_touch_markdown(payload: dict) -> bool:
     return ".md" in (json.dumps(patch) if isinstance(patch, list) else str(patch or ""))
 
 
-def detach_worker(cwd: str, harness: str) -> None:
-    """fork + exec the rescan worker in its own session; the hook returns at once."""
-    if os.fork() != 0:
-        return
-    try:
-        os.setsid()
-        null = os.open(os.devnull, os.O_RDWR)
-        for fd in (0, 1, 2):
-            os.dup2(null, fd)
-        os.closerange(3, 1024)
-        os.execv(sys.executable, [sys.executable, "-m", "kgbridge.hook", "--worker", cwd, "--harness", harness])
-    finally:
-        os._exit(0)
-
-
-def run(args: list) -> None:
+def run(args: list, deadline: float) -> None:
     harness = args[args.index("--harness") + 1] if "--harness" in args[:-1] else "claude"
-    if args[:1] == ["--worker"] and len(args) > 1:
-        from kgbridge import capture
+    if args[:1] in (["--worker"], ["--drain"]) and len(args) > 1:
+        from kgbridge import worker
 
-        capture.worker(args[1], harness)
+        worker.run(args[1], harness, rescan_first=args[0] == "--worker")
         return
     raw = sys.stdin.buffer.read(MAX_PAYLOAD_BYTES + 1)
     payload = json.loads(raw) if raw.strip() and len(raw) <= MAX_PAYLOAD_BYTES else {}
@@ -57,12 +50,14 @@ def run(args: list) -> None:
     event = payload.get("hook_event_name")
     cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else os.getcwd()
     if event in RESCAN_EVENTS:
-        detach_worker(cwd, harness)
+        from kgbridge.bounded import detach
+
+        detach([sys.executable, "-m", "kgbridge.hook", "--worker", cwd, "--harness", harness])
         if event != "SessionStart":
             return
         from kgbridge import capture  # SessionStart only: the projection as context when not mounted
 
-        decision = capture.session_context(payload, harness)
+        decision = capture.session_context(payload, harness, deadline - HOOK_DEADLINE_S + SESSION_START_DEADLINE_S)
         if decision is not None:
             sys.stdout.write(json.dumps(decision))
         return
@@ -70,14 +65,15 @@ def run(args: list) -> None:
         return
     from kgbridge import capture
 
-    decision = capture.handle(payload, harness)
+    decision = capture.handle(payload, harness, deadline)
     if decision is not None:
         sys.stdout.write(json.dumps(decision))
 
 
 def main(argv=None) -> None:
+    deadline = time.monotonic() + HOOK_DEADLINE_S
     try:
-        run(sys.argv[1:] if argv is None else argv)
+        run(sys.argv[1:] if argv is None else argv, deadline)
     except BaseException as exc:  # noqa: BLE001 - process boundary: a hook must never fail the agent
         try:
             from kgbridge.capture import log

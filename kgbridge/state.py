@@ -1,9 +1,9 @@
-"""The bridge's local state per project slug: outbox, delivered hashes, detection cache, markers.
+"""The bridge's local state per project slug: outbox, refused items, delivered registry, locks.
 
 Lives in `$KG_STATE_DIR` (default `$XDG_STATE_HOME/kgbridge`, else `~/.local/state/kgbridge`), never
 inside the knowledge root, so it survives a dead backend. Invariants: every write is atomic
 (tmp + rename) or an O_APPEND line; an artifact is in exactly one of: not yet seen, outbox,
-delivered. Standard library only (the hook imports it).
+refused, delivered; the outbox is read in arrival order. Standard library only (the hook imports it).
 """
 
 from __future__ import annotations
@@ -11,14 +11,24 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 import time
+from collections import namedtuple
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from collections.abc import Iterator
 
 from ontology.atomic import atomic_write  # one atomic writer for the whole project
 
 STATE_ENV = "KG_STATE_DIR"
+# Outbox names: `<arrival, ns since the epoch, 20 digits>-<pid>.<drop name>`, so name order is
+# arrival order. Names without the prefix were written by earlier versions: they came first.
+_ARRIVAL = re.compile(r"^(\d{20})-(\d+)\.(.+)$", re.DOTALL)
+ANSWER_SUFFIX = ".answer.json"
+
+
+class StateUnusable(OSError):
+    """The state directory cannot be listed or written (read-only, full, not a directory)."""
 
 
 def state_root() -> Path:
@@ -54,6 +64,25 @@ def load_json_object(path: Path, invalid: type[ValueError]) -> tuple[str, dict[s
     return text, data
 
 
+class OutboxItem(namedtuple("OutboxItem", "path arrival_ns drop_name")):
+    """One waiting artifact: its file, when it arrived (ns since the epoch) and its drop name."""
+
+    __slots__ = ()
+    path: Path
+    arrival_ns: int
+    drop_name: str
+
+
+def _listing(directory: Path) -> list[str]:
+    """Visible names in `directory`; [] when it does not exist yet; StateUnusable otherwise."""
+    try:
+        return [name for name in os.listdir(directory) if not name.startswith(".")]
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        raise StateUnusable(exc.errno, f"cannot list {directory}: {exc.strerror}") from None
+
+
 class ProjectState:
     """State of one slug. Paths only; nothing is created until written."""
 
@@ -61,11 +90,16 @@ class ProjectState:
         self.slug = slug
         self.dir = (base or state_root()) / slug
         self.outbox = self.dir / "outbox"
+        self.refused = self.dir / "refused"
         self.delivered_log = self.dir / "delivered"
         self.cache = self.dir / "detect.json"
         self.known_marker = self.dir / "known"
         self.last_delivery = self.dir / "last-delivery.json"
+        self.retry_file = self.dir / "retry.json"
+        self.rescan_marker = self.dir / "rescan-requested"  # + `.<harness>`: whose memory to rescan
+        self.edits = self.dir / "edits"  # PreToolUse edits of the mounted slot the mount was too slow for
         self.lock_path = self.dir / "deliver.lock"
+        self.worker_lock_path = self.dir / "worker.lock"
 
     # -- known: this project was active once, so absence means "backend down", not "opted out" ----
 
@@ -76,12 +110,12 @@ class ProjectState:
     def is_known(self) -> bool:
         return self.known_marker.exists()
 
-    # -- delivered registry ------------------------------------------------------------------------
+    # -- delivered registry (delivered or refused: either way settled, never sent again) -----------
 
     def delivered(self) -> set[str]:
         try:
             return set(self.delivered_log.read_text(encoding="utf-8").split())
-        except OSError:
+        except (OSError, UnicodeDecodeError):
             return set()
 
     def record_delivered(self, key: str, transport: str) -> None:
@@ -94,27 +128,152 @@ class ProjectState:
         atomic_write(self.last_delivery, json.dumps({"at": time.time(), "transport": transport,
                                                      "key": key}).encode())
 
-    # -- outbox --------------------------------------------------------------------------------------
+    # -- outbox, in arrival order --------------------------------------------------------------------
 
-    def outbox_items(self) -> list[Path]:
-        try:
-            return sorted(p for p in self.outbox.iterdir() if p.is_file() and not p.name.startswith("."))
-        except OSError:
-            return []
+    def outbox_items(self) -> list[OutboxItem]:
+        """Waiting items, oldest first. Raises StateUnusable when the outbox cannot be listed."""
+        items = []
+        for name in _listing(self.outbox):
+            match = _ARRIVAL.match(name)
+            if match:
+                items.append(OutboxItem(self.outbox / name, int(match.group(1)), match.group(3)))
+                continue
+            try:  # an earlier version's item: its mtime is when it arrived
+                arrival = os.stat(self.outbox / name).st_mtime_ns
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                raise StateUnusable(exc.errno, f"cannot read {self.outbox / name!r}: {exc.strerror}") from None
+            items.append(OutboxItem(self.outbox / name, arrival, name))
+        items.sort(key=lambda item: (item.arrival_ns, item.path.name))
+        return items
 
     def put_outbox(self, drop_name: str, data: bytes) -> Path:
-        target = self.outbox / drop_name
+        """Append one item after every item already waiting (even if the clock stepped back)."""
+        newest = max((int(m.group(1)) for m in map(_ARRIVAL.match, _listing(self.outbox)) if m), default=0)
+        target = self.outbox / f"{max(time.time_ns(), newest + 1):020d}-{os.getpid()}.{drop_name}"
         atomic_write(target, data)
         return target
 
+    def put_edit(self, record: dict[str, object]) -> Path:
+        target = self.edits / f"{time.time_ns():020d}-{os.getpid()}.json"
+        atomic_write(target, json.dumps(record, ensure_ascii=False).encode("utf-8", "surrogateescape"))
+        return target
+
+    def edit_items(self) -> list[Path]:
+        return sorted(self.edits / name for name in _listing(self.edits))
+
+    def refuse(self, item: OutboxItem, answer: dict[str, object]) -> Path:
+        """Move a permanently refused item to `refused/`, its answer beside it (answer first, so an
+        item there always has one)."""
+        target = self.refused / item.path.name
+        atomic_write(self.refused / f"{item.path.name}{ANSWER_SUFFIX}",
+                     json.dumps({"at": time.time(), **answer}, ensure_ascii=False, indent=2).encode("utf-8", "replace"))
+        os.replace(item.path, target)
+        return target
+
+    def refused_items(self) -> list[Path]:
+        return sorted(self.refused / name for name in _listing(self.refused) if not name.endswith(ANSWER_SUFFIX))
+
+    # -- retry schedule (after transient failures) and rescan requests -------------------------------
+
+    def retry(self) -> dict[str, object]:
+        return read_json(self.retry_file)
+
+    def set_retry(self, attempts: int, at: float, reason: str) -> None:
+        atomic_write(self.retry_file, json.dumps({"attempts": attempts, "next_at": at, "reason": reason},
+                                                 ensure_ascii=False).encode("utf-8", "replace"))
+
+    def clear_retry(self) -> None:
+        self.retry_file.unlink(missing_ok=True)
+
+    def request_rescan(self, harness: str) -> None:
+        atomic_write(self.rescan_marker.with_name(f"{self.rescan_marker.name}.{harness}"), b"")
+
+    def rescan_requested(self) -> bool:
+        return any(name.startswith(self.rescan_marker.name) for name in _listing(self.dir))
+
+    def take_rescan_requests(self) -> set[str]:
+        """The harnesses whose rescans were asked for since the last take (empty: none)."""
+        taken = set()
+        for name in _listing(self.dir):
+            if name.startswith(self.rescan_marker.name + "."):
+                try:
+                    (self.dir / name).unlink()
+                except FileNotFoundError:
+                    continue
+                taken.add(name[len(self.rescan_marker.name) + 1:])
+        return taken
+
+    # -- health: can we write here at all? -----------------------------------------------------------
+
+    def problem(self) -> str | None:
+        """None when the state directory takes a small durable write; else what is wrong."""
+        probe = self.dir / f".probe-{os.getpid()}-{time.monotonic_ns()}"
+        try:
+            atomic_write(probe, b"\0" * 4096)
+            probe.unlink()
+            _listing(self.outbox)
+        except OSError as exc:
+            return f"state directory {self.dir} is unusable: {exc.strerror or exc}"
+        return None
+
+    def summary(self) -> dict[str, object]:
+        """What `status` and `flush` report; never raises: what cannot be read is said instead."""
+        problem = self.problem()
+        depth: int | None = None
+        oldest: float | None = None
+        refused: int | None = None
+        try:
+            items = self.outbox_items()
+            depth = len(items)
+            oldest = round(max(0.0, time.time() - items[0].arrival_ns / 1e9), 1) if items else None
+            refused = len(self.refused_items())
+        except StateUnusable as exc:
+            problem = problem or str(exc)
+        retry = self.retry()
+        next_at = retry.get("next_at")
+        return {"outbox_depth": depth, "outbox_oldest_age_s": oldest, "refused": refused,
+                "refused_dir": str(self.refused),
+                "next_retry": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(next_at))
+                if isinstance(next_at, (int, float)) else None,
+                "last_error": retry.get("reason"), "state_problem": problem}
+
+    # -- locks -----------------------------------------------------------------------------------------
+
     @contextmanager
     def lock(self) -> Iterator[None]:
-        """Serialize delivery workers of one project (hooks can fire close together)."""
-        self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd = os.open(self.lock_path, os.O_WRONLY | os.O_CREAT, 0o600)
+        """Serialize drains of one project (a worker, `kgbridge flush`): one sender at a time. Where
+        no lock file can be made (read-only state dir) nothing can be dequeued either, so we go on
+        unlocked: the rescan's direct sends stay idempotent (the backend keeps one copy)."""
+        try:
+            self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+            fd = os.open(self.lock_path, os.O_RDONLY | os.O_CREAT, 0o600)  # flock needs no write access
+        except OSError:
+            yield
+            return
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             yield
         finally:
             fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+
+    @contextmanager
+    def worker_slot(self) -> Iterator[bool]:
+        """True for the one worker of this project; False at once for every other (they leave their
+        item in the outbox and exit: the holder drains it)."""
+        self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd = os.open(self.worker_lock_path, os.O_RDONLY | os.O_CREAT, 0o600)  # flock needs no write access
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                yield False
+                return
+            try:
+                yield True
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
             os.close(fd)

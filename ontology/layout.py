@@ -25,6 +25,10 @@ SLUG_RE = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?")
 WINDOWS_RESERVED = frozenset({"con", "prn", "aux", "nul", *(f"{p}{i}" for p in ("com", "lpt") for i in range(10))})
 # Filenames from outside: one path component, printable, not hidden-by-accident, bounded length.
 MAX_FILENAME = 200
+# Far above any real memory file or ledger entry (those are a few KiB), low enough that one
+# artifact cannot stall the single writer or bloat the archive. The parser refuses larger ones and
+# the hook never reads them (kgbridge.bounded.read_regular), so this module is its one home.
+MAX_ARTIFACT_BYTES = 1024 * 1024
 _BAD_FILENAME_CHARS = re.compile(r"[\x00-\x1f\x7f/\\]")
 
 

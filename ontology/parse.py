@@ -18,11 +18,7 @@ import yaml
 from frontmatter.default_handlers import YAMLHandler
 
 from ontology.artifact import MEMORY_TYPES, Artifact, ArtifactRejected, Kind, split_drop_name
-from ontology.layout import memory_source, name_key
-
-# Far above any real memory file or ledger entry (those are a few KiB), low enough that one
-# artifact cannot stall the single writer or bloat the archive.
-MAX_ARTIFACT_BYTES = 1024 * 1024
+from ontology.layout import MAX_ARTIFACT_BYTES, memory_source, name_key  # the limit's home is stdlib-light: the hook caps reads with it
 # An agent's frontmatter never needs anchors; a handful allows hand-written YAML, more is a bomb.
 MAX_YAML_ALIASES = 16
 # Real frontmatter nests two levels (`metadata:`); 20 leaves room while refusing pathological input.

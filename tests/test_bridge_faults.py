@@ -49,7 +49,7 @@ def _assert_absent_then_outbox(bridge: BridgeEnv, env: dict[str, str] | None = N
     assert status["state"] == "inactive" and took < PROMPT_S, (status, took)
     result, took = _timed(lambda: bridge.hook(bridge.post_tool_use(_write_memory(bridge)), env=env))
     assert (result.returncode, result.stdout) == (0, b"") and took < PROMPT_S
-    assert [p.name.split(".", 2)[2] for p in drops(bridge.outbox)] == ["testing-real-db.md"]
+    assert [p.name.split(".", 3)[3] for p in drops(bridge.outbox)] == ["testing-real-db.md"]
 
 
 @requires_fuse

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from support.bridge_env import BridgeEnv
+from support.bridge_env import BridgeEnv, wait_for
 from conftest import FIXTURES, ledger, memory
 from support.fuse_helpers import requires_fuse, unmount
 from ontology.artifact import Channel
@@ -142,6 +142,8 @@ def test_pre_tool_use_edit_applies_to_the_current_file(env):
                                                    "new_string": "spaces"}}
     result = bridge.hook(payload)
     assert json.loads(result.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
+    # applied by the hook, or by its worker when the mount answered after the hook's deadline
+    assert wait_for(lambda: [p for p in bridge.ingest.iterdir() if p.name.endswith(".host-note.md")])
     dropped = [p for p in bridge.ingest.iterdir() if p.name.endswith(".host-note.md")]
     assert "tabs" in current and len(dropped) == 1
     saved = dropped[0].read_text()
@@ -171,6 +173,7 @@ def test_editing_a_topic_file_saves_the_next_version_of_that_file_not_the_render
                                                    "new_string": "Never mock the database in any test."}}
     result = bridge.hook(payload)
     assert json.loads(result.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
+    assert wait_for(lambda: [p for p in bridge.ingest.iterdir() if p.name.endswith(".testing-real-db.md")])
     saved = [p.read_text() for p in bridge.ingest.iterdir() if p.name.endswith(".testing-real-db.md")]
     assert saved == [original.replace("Never mock the database in integration tests.",
                                       "Never mock the database in any test.")], \

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import time
 from pathlib import Path
 
@@ -14,18 +13,14 @@ import pytest
 from support.bridge_env import BridgeEnv, drops, wait_for
 from conftest import memory
 from support.server_proc import ServerProcess, artifact_rows, wait_drained
+from support.tmpfs import tmpfs
 
 
 @pytest.fixture
 def small_disk(tmp_path: Path):
     """A 16 MiB tmpfs as the knowledge root: a disk we can fill. Needs root (as CI runs)."""
-    point = tmp_path / "Knowledge"
-    point.mkdir()
-    result = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(point)], capture_output=True)
-    if result.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {result.stderr.decode().strip()}")
-    yield point
-    subprocess.run(["umount", "-l", str(point)], capture_output=True)
+    with tmpfs(tmp_path / "Knowledge", "16m") as point:
+        yield point
 
 
 def _fill(point: Path) -> Path:

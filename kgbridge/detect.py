@@ -23,12 +23,14 @@ from ontology.atomic import atomic_write
 from ontology.layout import knowledge_root, ontology_paths
 from projection.mounts import fuse_mounts
 
-# The whole decision: a hook must not make the agent wait; 300 ms is the ADR-141 budget.
-BUDGET_S = 0.30
+# The whole decision. Detection runs in the detached worker, the CLI and SessionStart's bounded
+# child, never on a hook's synchronous path (ADR 0006), so it can afford to tell a busy backend on a
+# loaded machine from a hung one: 1 s in all.
+BUDGET_S = 1.0
 # One stat on a possibly hung FUSE mount; leaves room for the HTTP probe within the budget.
-STAT_TIMEOUT_S = 0.12
-# One HTTP request on loopback answers in a few ms; a backend slower than this is treated as hung.
-HTTP_TIMEOUT_S = 0.12
+STAT_TIMEOUT_S = 0.3
+# One HTTP exchange (the whole of it: bounded.alarm) on loopback takes a few ms; 300 ms is hung.
+HTTP_TIMEOUT_S = 0.3
 # Absent results are cached longer (a dead backend stays dead for a while) than present ones.
 CACHE_ABSENT_S = 20.0
 CACHE_PRESENT_S = 5.0

@@ -36,6 +36,15 @@ def _may_touch_markdown(payload: dict) -> bool:
     return ".md" in (json.dumps(patch) if isinstance(patch, list) else str(patch or ""))
 
 
+def _fuse_mounted() -> bool:
+    """Is any FUSE filesystem mounted? Read from the mount table (never stats a mount point)."""
+    try:
+        with open("/proc/self/mounts", "rb") as table:
+            return any(line.split(b" ", 3)[2:3][0].startswith(b"fuse") for line in table if line.count(b" ") >= 3)
+    except OSError:
+        return True  # cannot tell: let capture decide
+
+
 def run(args: list, deadline: float) -> None:
     harness = args[args.index("--harness") + 1] if "--harness" in args[:-1] else "claude"
     if args[:1] in (["--worker"], ["--drain"]) and len(args) > 1:
@@ -63,6 +72,8 @@ def run(args: list, deadline: float) -> None:
         return
     if event in ("PostToolUse", "PreToolUse") and not _may_touch_markdown(payload):
         return
+    if event == "PreToolUse" and not _fuse_mounted():
+        return  # the redirect is only for a mounted projection
     from kgbridge import capture
 
     decision = capture.handle(payload, harness, deadline)

@@ -24,10 +24,14 @@ from ontology.errors import BadRequest
 MARKER = "kgbridge-hook"
 # Claude Code: capture memory writes as they happen, and rescan at the session's edges.
 # PreToolUse redirects writes into ingestion while the projection is mounted (projection ADR).
+CLAUDE_FILE_TOOLS = "Write|Edit|MultiEdit"
 CLAUDE_EVENTS: dict[str, str | None] = {
-    "SessionStart": None, "PreToolUse": "Write|Edit|MultiEdit", "PostToolUse": "Write|Edit|MultiEdit",
+    "SessionStart": None, "PreToolUse": CLAUDE_FILE_TOOLS, "PostToolUse": CLAUDE_FILE_TOOLS,
     "Stop": None, "SubagentStop": None, "PreCompact": None, "SessionEnd": None,
 }
+# Run in the background (Claude Code's `async`): nothing waits on their output, and a capture they
+# miss at teardown is made by the next rescan; Stop stays synchronous as that rescan (ADR 0010).
+CLAUDE_ASYNC = frozenset({"PostToolUse", "SubagentStop", "PreCompact", "SessionEnd"})
 # Codex (0.169 fires all of these): edits arrive as apply_patch; the rescans at the edges also pick up
 # its own memory notes, which it may write with a shell command no PostToolUse matcher sees. No
 # PreToolUse: nothing is mounted for Codex, its memory comes back as SessionStart context.
@@ -71,16 +75,28 @@ def hook_command(harness: Harness) -> str:
     return f"{script} --harness {Harness.CODEX}" if harness == Harness.CODEX else script
 
 
-def wiring(harness: Harness, command: str) -> dict[str, dict[str, object]]:
-    """One hook group per event: what install-hooks merges and what hooks/ ships as files."""
-    groups: dict[str, dict[str, object]] = {}
+def _handlers(harness: Harness, event: str, command: str) -> list[dict[str, object]]:
+    handler: dict[str, object] = {"type": "command", "command": command, "timeout": HOOK_TIMEOUT_S}
+    if harness == Harness.CODEX:
+        handler["timeout"] = CODEX_TIMEOUTS_S.get(event, HOOK_TIMEOUT_S)
+        if event == "SessionStart":
+            handler["additionalContextLimit"] = CODEX_CONTEXT_LIMIT_TOKENS
+    elif event in CLAUDE_ASYNC:
+        handler["async"] = True
+    return [handler]
+
+
+def wiring(harness: Harness, command: str) -> dict[str, list[dict[str, object]]]:
+    """The hook groups per event: what install-hooks merges and what hooks/ ships as files. Claude
+    Code's file tools get one group per tool whose `if` lets only `.md` paths start a process."""
+    groups: dict[str, list[dict[str, object]]] = {}
     for event, matcher in (CODEX_EVENTS if harness == Harness.CODEX else CLAUDE_EVENTS).items():
-        handler: dict[str, object] = {"type": "command", "command": command, "timeout": HOOK_TIMEOUT_S}
-        if harness == Harness.CODEX:
-            handler["timeout"] = CODEX_TIMEOUTS_S.get(event, HOOK_TIMEOUT_S)
-            if event == "SessionStart":
-                handler["additionalContextLimit"] = CODEX_CONTEXT_LIMIT_TOKENS
-        groups[event] = {**({"matcher": matcher} if matcher else {}), "hooks": [handler]}
+        if harness == Harness.CLAUDE and matcher == CLAUDE_FILE_TOOLS:
+            groups[event] = [{"matcher": tool, "hooks": [{**h, "if": f"{tool}(**/*.md)"}
+                                                         for h in _handlers(harness, event, command)]}
+                             for tool in matcher.split("|")]
+        else:
+            groups[event] = [{**({"matcher": matcher} if matcher else {}), "hooks": _handlers(harness, event, command)}]
     return groups
 
 
@@ -119,8 +135,8 @@ def plan(path: Path, harness: Harness, *, uninstall: bool = False) -> Plan:
     hooks = _without_ours(hooks)  # type: ignore[arg-type]
     backups = read_json(state_root() / "install-backup.json")
     if not uninstall:
-        for event, group in wiring(harness, hook_command(harness)).items():
-            hooks.setdefault(event, []).append(group)  # type: ignore[union-attr]
+        for event, event_groups in wiring(harness, hook_command(harness)).items():
+            hooks.setdefault(event, []).extend(event_groups)  # type: ignore[union-attr]
     if hooks:
         data["hooks"] = hooks
     else:

@@ -10,6 +10,7 @@ import pytest
 
 from kgbridge.capture import CODEX_CONTEXT_BYTES, _whole_lines
 from kgbridge.install import CODEX_EVENTS, wiring
+from kgbridge.project import Harness
 from support.bridge_env import BridgeEnv, drops
 
 REPO = Path(__file__).resolve().parents[1]
@@ -21,9 +22,9 @@ def _events(path: Path) -> dict[str, list[dict]]:
 
 def test_plugin_hooks_are_the_wiring_install_hooks_writes():
     shipped = _events(REPO / "hooks" / "hooks" / "hooks.json")
-    assert shipped == {event: [group] for event, group in wiring("claude", "kgbridge-hook").items()}
+    assert shipped == wiring(Harness.CLAUDE, "kgbridge-hook")
     codex = _events(REPO / "hooks" / "codex" / "hooks.json")
-    assert codex == {event: [group] for event, group in wiring("codex", "kgbridge-hook --harness codex").items()}
+    assert codex == wiring(Harness.CODEX, "kgbridge-hook --harness codex")
 
 
 def test_marketplace_offers_the_plugin_under_hooks():
@@ -35,7 +36,7 @@ def test_marketplace_offers_the_plugin_under_hooks():
 
 
 def test_codex_session_start_may_carry_the_whole_context():
-    (handler,) = wiring("codex", "kgbridge-hook")["SessionStart"]["hooks"]  # type: ignore[misc]
+    ((handler,),) = (g["hooks"] for g in wiring(Harness.CODEX, "kgbridge-hook")["SessionStart"])  # type: ignore[misc]
     assert handler["additionalContextLimit"] >= CODEX_CONTEXT_BYTES  # tokens never outnumber bytes
     assert set(CODEX_EVENTS) >= {"SessionStart", "PostToolUse", "Stop", "SubagentStop", "PreCompact", "SessionEnd"}
 

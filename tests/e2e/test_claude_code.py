@@ -91,6 +91,7 @@ def test_plugin_validates_installs_from_a_local_marketplace_and_its_hooks_captur
     debug = tmp_path / "claude-debug.log"
     claude_box.claude_session("kg-e2e-plugin", write(claude_box.memory_dir / "project_test_db.md", SESSION_ONE), debug)
     log = debug.read_text()
-    for event in ("SessionStart:startup", "PreToolUse:Write", "PostToolUse:Write", "Stop"):
+    for event in ("SessionStart:startup", "PreToolUse:Write", "Stop"):
         assert f"{event} [kgbridge-hook] (plugin kgbridge@kgbridge) finished with status 0" in log, event
+    assert "PostToolUse:Write [kgbridge-hook] (plugin kgbridge@kgbridge) moved to the background" in log  # async
     assert wait_until(lambda: claude_box.sources_of(DB_FACT)[1] == {"memory:shop/project_test_db.md"}, 30)

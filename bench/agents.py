@@ -27,6 +27,7 @@ REPO = Path(__file__).resolve().parent.parent
 FAKE_MODEL = REPO / "tests" / "support" / "fake_model.py"
 CODEX_MODEL = "gpt-5.5"  # one `codex debug models` lists, so apply_patch is offered
 KEY_ENV = "KGBRIDGE_FAKE_MODEL_KEY"
+_HOOK_RUN = re.compile(r"\[[^\]]*kgbridge-hook[^\]]*\][^\n]*? (?:finished with|completed with|moved to the background)")
 _HOOK_MS = re.compile(r"\[[^\]]*kgbridge-hook[^\]]*\][^\n]*? (?:finished|completed) with status \d+ \((\d+)ms\)")
 
 
@@ -68,16 +69,16 @@ class Sandbox:
         return subprocess.run([sys.executable, "-m", "kgbridge.cli", *args], cwd=self.project, env=self.env,
                               check=True, capture_output=True, text=True).stdout
 
-    def session(self, agent: str, prompt: str, debug: Path | None) -> float:
+    def session(self, agent: str, prompt: str, debug: Path | None) -> tuple[float, str]:
         if agent == "claude":
             args = [str(self.bin / "claude"), "-p", prompt, "--output-format", "json",
                     *(["--debug-file", str(debug)] if debug else [])]
         else:
             args = [str(self.bin / "codex"), "exec", "--dangerously-bypass-approvals-and-sandbox", prompt]
         start = time.perf_counter()
-        subprocess.run(args, cwd=self.project, env=self.env, stdin=subprocess.DEVNULL, capture_output=True,
-                       check=True, timeout=300)
-        return time.perf_counter() - start
+        done = subprocess.run(args, cwd=self.project, env=self.env, stdin=subprocess.DEVNULL, capture_output=True,
+                              text=True, check=True, timeout=300)
+        return time.perf_counter() - start, done.stdout + done.stderr
 
 
 def measure(agent: str, bin_dir: Path, runs: int) -> dict[str, float]:
@@ -94,6 +95,7 @@ def measure(agent: str, bin_dir: Path, runs: int) -> dict[str, float]:
             sessions: dict[str, list[dict]] = {}
             timings: dict[str, list[float]] = {"with": [], "without": []}
             hook_ms: list[float] = []
+            hook_runs: list[int] = []
             settings = box.project / (".claude/settings.json" if agent == "claude" else ".codex/hooks.json")
             for i in range(runs * 2 + 1):  # the first (with hooks) warms caches and is not counted
                 hooked = i % 2 == 0
@@ -107,18 +109,33 @@ def measure(agent: str, bin_dir: Path, runs: int) -> dict[str, float]:
                 sessions[marker] = steps(box.memory_dir, box.project)
                 script.write_text(json.dumps(sessions))
                 debug = base / f"debug-{i}.log" if agent == "claude" and hooked else None
-                elapsed = box.session(agent, f"{marker}: go on", debug)
+                elapsed, output = box.session(agent, f"{marker}: go on", debug)
                 if i == 0:
                     continue
                 timings["with" if hooked else "without"].append(elapsed)
                 if debug is not None:
-                    hook_ms.append(sum(int(ms) for ms in _HOOK_MS.findall(debug.read_text())))
+                    log = debug.read_text()
+                    hook_ms.append(sum(int(ms) for ms in _HOOK_MS.findall(log)))
+                    hook_runs.append(len(_HOOK_RUN.findall(log)))
+                elif hooked:
+                    hook_runs.append(output.count(" Completed"))  # codex exec prints "hook: <event> Completed"
         finally:
             fake.terminate()
             fake.wait(10)
     with_ms, without_ms = (statistics.median(timings[k]) * 1000 for k in ("with", "without"))
     return {"with_ms": with_ms, "without_ms": without_ms, "added_ms": with_ms - without_ms,
-            "hook_ms_logged": statistics.median(hook_ms) if hook_ms else float("nan")}
+            "hook_ms_logged": statistics.median(hook_ms) if hook_ms else float("nan"),
+            "hook_runs": statistics.median(hook_runs) if hook_runs else float("nan")}
+
+
+def interpreter_ms(runs: int = 15) -> float:
+    """Median `python -c pass`: the floor of one hook process on this machine, right now."""
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times) * 1000
 
 
 def main() -> None:
@@ -133,12 +150,13 @@ def main() -> None:
     for package in ("kgbridge", "ontology", "projection"):
         compileall.compile_dir(REPO / package, quiet=1)
     print(f"| agent | sessions each way | median without hooks | median with hooks | added per session | "
-          f"hook time the agent logged |\n|---|---|---|---|---|---|")
+          f"hook time the agent logged | hook processes per session | `python -c pass` now |\n"
+          f"|---|---|---|---|---|---|---|---|")
     for agent in (("claude", "codex") if args.agent == "both" else (args.agent,)):
         r = measure(agent, bin_dir, args.runs)
         logged = "n/a" if r["hook_ms_logged"] != r["hook_ms_logged"] else f"{r['hook_ms_logged']:.0f} ms"
         print(f"| {agent} | {args.runs} | {r['without_ms']:.0f} ms | {r['with_ms']:.0f} ms | "
-              f"{r['added_ms']:+.0f} ms | {logged} |", flush=True)
+              f"{r['added_ms']:+.0f} ms | {logged} | {r['hook_runs']:.0f} | {interpreter_ms():.0f} ms |", flush=True)
 
 
 if __name__ == "__main__":

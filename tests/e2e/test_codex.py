@@ -31,6 +31,11 @@ def note_name(slug: str) -> str:
     return f"2026-11-30T02-15-00-{slug}.md"
 
 
+def source(slug: str) -> str:
+    """The note's source identity in the graph (file names are matched without case)."""
+    return f"memory:shop/{note_name(slug)}".lower()
+
+
 def codex_config(box: AgentSandbox) -> None:
     """Turn Codex's own memory on, with a summary, so its instructions name the notes directory."""
     with open(box.codex_home / "config.toml", "a", encoding="utf-8") as config:
@@ -74,7 +79,7 @@ def test_codex_runs_kgbridge_hooks_once_trusted_and_status_says_what_is_missing(
     install(codex_box, "--trust-project")
     assert codex_hooks(codex_box) == "trusted (6 hooks)"
     codex_box.codex_session("kg-e2e-trusted", note(codex_box, "trusted", NOTE_ONE))
-    notes = {f"memory:shop/{note_name('untrusted')}", f"memory:shop/{note_name('trusted')}"}
+    notes = {source("untrusted"), source("trusted")}
     # both notes arrive: the new one from PostToolUse, the earlier one from the Stop rescan
     assert wait_until(lambda: codex_box.sources_of(DB_FACT)[1] == notes, 30), codex_box.sources_of(DB_FACT)
     summary = {a["text"] for a in codex_box.assertions()}
@@ -92,7 +97,7 @@ def test_codex_notes_that_disagree_give_a_disputed_claim_the_next_session_gets_w
     first = codex_box.codex_session("kg-e2e-one", note(codex_box, "test-db", NOTE_ONE))
     assert "memories_v2/extensions/ad_hoc/notes/" in conversation(codex_box.fake.requests("kg-e2e-one")[0])
     codex_box.codex_session("kg-e2e-two", note(codex_box, "fast-tests", NOTE_TWO))
-    both = {f"memory:shop/{note_name('test-db')}", f"memory:shop/{note_name('fast-tests')}"}
+    both = {source("test-db"), source("fast-tests")}
     assert wait_until(lambda: codex_box.sources_of(DB_FACT) == ("CONTESTED", both), 60), codex_box.sources_of(DB_FACT)
     assert wait_until(lambda: len(codex_box.assertions()) > FILLER_CONCEPTS, 60)
     codex_box.codex_session("kg-e2e-three", [{"text": "Hello."}])

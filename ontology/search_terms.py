@@ -1,0 +1,118 @@
+"""What a search asks: terms from the user's text, filters from the user's options.
+
+Invariant: pure. Every whitespace-separated chunk is one term (an identifier stays whole), runs of
+scripts written without spaces are terms of their own, and any text parses (control characters
+never reach FTS5); unreadable filters are a SearchError that says what would be read.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from datetime import datetime
+
+from ontology.clock import utc_text
+from ontology.errors import BadRequest
+from ontology.evidence import Label
+from ontology.normalize import NEGATORS, STOPWORDS
+
+# Query words beyond normalize's stopwords that only frame a question ("how is X configured").
+_QUESTION_WORDS = frozenset("is are was were has have had how why where does doesn".split())
+_NOISE = STOPWORDS | NEGATORS | _QUESTION_WORDS
+MAX_TERMS = 8  # a query is a question, not a document; more words only slow the AND without sharpening it
+
+# Unicode blocks of scripts written without spaces between words, plus Hangul (particles attach to
+# words, so a word is a substring of a space-delimited token): Thai, Hangul Jamo, kana, CJK symbols
+# and compatibility Jamo, CJK ideographs (A, unified, compatibility), Hangul syllables, halfwidth kana,
+# and the supplementary ideograph planes.
+_BOUNDARYLESS = ("\u0e00-\u0e7f\u1100-\u11ff\u3005-\u3007\u3040-\u30ff\u3130-\u318f\u3400-\u4dbf"
+                 "\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f\U00020000-\U0003134f")
+_RUN_RE = re.compile(f"[{_BOUNDARYLESS}]+")
+_WORD_RE = re.compile(r"[^\W_]+")  # unicode61's token characters: `_` separates, as in the index
+_EDGE_RE = re.compile(r"^[^\w~]+|[^\w]+$")
+_CONTROL_RE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+class SearchError(BadRequest):
+    """A search the user can fix: an unknown label, a date that is not one, an unknown concept."""
+
+
+@dataclass(frozen=True)
+class Term:
+    literal: str  # as written, outer punctuation aside: the substring the trigram index looks for
+    tokens: tuple[str, ...]  # word tokens (empty for a CJK term)
+
+    @property
+    def cjk(self) -> bool:
+        return not self.tokens
+
+    @property
+    def fts(self) -> str:
+        """The term as an FTS5 phrase: `snake_case` and `~/a/b` become their tokens in order."""
+        return '"' + " ".join(self.tokens) + '"'
+
+    @property
+    def substring(self) -> str:
+        return '"' + self.literal.replace('"', '""') + '"'
+
+
+@dataclass(frozen=True)
+class Filters:
+    status: frozenset[Label] = frozenset()  # empty: any; non-empty: assertions only
+    concept: str | None = None
+    since: str | None = None  # normalized UTC timestamp, compared as a string like the stored ones
+
+
+def has_boundaryless(text: str) -> bool:
+    return _RUN_RE.search(text) is not None
+
+
+def parse_query(text: str) -> tuple[Term, ...]:
+    """Terms of a query: whitespace-separated chunks, each kept whole (an identifier is one term);
+    runs of CJK/kana/Hangul/Thai are terms of their own. Framing words count only when nothing else
+    is left."""
+    terms: list[Term] = []
+    noise: list[Term] = []
+    seen: set[str] = set()
+    text = _CONTROL_RE.sub(" ", unicodedata.normalize("NFKC", text))  # NUL ends an FTS5 string early
+    for chunk in text.split():
+        found = [Term(run, ()) for run in _RUN_RE.findall(chunk)]
+        rest = _EDGE_RE.sub("", _RUN_RE.sub(" ", chunk).strip())
+        tokens = tuple(t.casefold() for t in _WORD_RE.findall(rest))
+        if tokens:
+            found.insert(0, Term(rest, tokens))
+        for term in found:
+            key = term.literal.casefold()
+            if key in seen:
+                continue
+            seen.add(key)
+            (noise if term.tokens and set(term.tokens) <= _NOISE else terms).append(term)
+    return tuple((terms or noise)[:MAX_TERMS])
+
+
+def parse_filters(status: list[str] | str | None = None, concept: str | None = None,
+                  since: str | None = None) -> Filters:
+    """Filters from user input; anything unreadable is a SearchError that says what would be read."""
+    names = [status] if isinstance(status, str) else list(status or [])
+    labels: set[Label] = set()
+    for name in (n.strip().upper() for item in names for n in item.split(",")):
+        if not name:
+            continue
+        if name == "DISPUTED":
+            labels |= {Label.CONTESTED, Label.CONTRADICTORY}
+            continue
+        try:
+            labels.add(Label[name])
+        except KeyError:
+            valid = ", ".join([label.value for label in Label] + ["DISPUTED"])
+            raise SearchError(f"unknown status {name!r}; use one of {valid}") from None
+    return Filters(frozenset(labels), concept or None, _since(since) if since else None)
+
+
+def _since(value: str) -> str:
+    try:
+        parsed = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise SearchError(f"since {value!r} is not a date; use YYYY-MM-DD or an ISO timestamp") from None
+    return utc_text(parsed)

@@ -30,7 +30,7 @@ HOSTILE = ["127.rebind.attacker.example:{p}", "127.0.0.1.nip.io", "127.0.0.1.nip
            "localhost:80@evil.com", "localhost.evil", "localhost.", "evil.localhost", "127.0.0.1:80:80", "127.0.0.1:abc",
            "localhost:", "[::1", "::1", "[::1]x", "0.0.0.0", "10.0.0.1", "evil.com", "127.0.0.1 evil.com", "127.0.0.1%2f",
            "127.0.0.1@evil.com", "[::ffff:7f00:1].evil", "1.2.3.4:{p}", "127.1", "2130706433", "0x7f000001",
-           "127.000.000.001", "[0:0:0:0:0:0:0:1].x", "localhost\t", "LOCALHOST.", "127.0.0.1.", "127.0.0.1:{p}.evil",
+           "127.000.000.001", "[0:0:0:0:0:0:0:1].x", "LOCALHOST.", "127.0.0.1.", "127.0.0.1:{p}.evil",
            "xn--localhost", "locaLhost.evil", "[::1]:{p}:1"]
 BAD_ORIGINS = ["http://127.rebind.attacker.example:{p}", "null", "http://localhost:80@evil.com", "http://localhost.evil",
                "http://[::1].evil.com", "http://127.0.0.1.nip.io", "file://", "http://127.0.0.1/path",

@@ -40,35 +40,44 @@ def _waiting_for_request(proto: H11Protocol) -> bool:
 
 
 class LimitedH11Protocol(H11Protocol):
-    """uvicorn's h11 protocol with a connection cap and a whole-request read deadline."""
+    """uvicorn's h11 protocol with a connection cap and a whole-request read deadline. Connections
+    waiting for a request are registered oldest first on the server's shared state, so the one to
+    evict is found in O(1) even in a flood of new connections."""
 
     _deadline: asyncio.TimerHandle | None = None
-    _since: float = 0.0
+
+    def _waiting(self) -> dict[LimitedH11Protocol, None]:
+        registry = getattr(self.server_state, "kg_waiting", None)
+        if registry is None:
+            registry = self.server_state.kg_waiting = {}  # type: ignore[attr-defined]
+        return registry
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         if len(self.connections) > MAX_CONNECTIONS:
-            waiting = [c for c in self.connections
-                       if c is not self and not c.transport.is_closing() and _waiting_for_request(c)]
-            victim = min(waiting, key=lambda c: c._since, default=None)
-            if victim is None:
+            waiting = self._waiting()
+            if not waiting:
                 log.warning("connection cap (%d) reached: refusing a new connection", MAX_CONNECTIONS)
                 transport.close()
                 return
-            victim.transport.close()  # the oldest idle one makes room: idle clients cannot lock us out
+            victim = next(iter(waiting))  # the oldest idle one makes room: idle clients cannot lock us out
+            victim._disarm()
+            victim.transport.close()
         self._arm()
 
     def _arm(self) -> None:
-        self._since = self.loop.time()
         self._deadline = self.loop.call_later(REQUEST_READ_SECONDS, self._read_timed_out)
+        self._waiting()[self] = None
 
     def _disarm(self) -> None:
+        self._waiting().pop(self, None)
         if self._deadline is not None:
             self._deadline.cancel()
             self._deadline = None
 
     def _read_timed_out(self) -> None:
         self._deadline = None
+        self._waiting().pop(self, None)
         if not self.transport.is_closing() and _waiting_for_request(self):
             self.transport.close()
 

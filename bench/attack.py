@@ -109,10 +109,11 @@ def idle_and_slow(server: ServerProcess, n: int) -> None:
             socks.append(socket.create_connection(("127.0.0.1", server.port), timeout=5))
         for s in socks[:20]:
             s.send(b"GET /health HTTP/1.1\r\n")  # slow drip: headers never finished
-        fds = len(os.listdir(f"/proc/{server.proc.pid}/fd"))
         start = time.perf_counter()
         ok = httpx.get(f"{server.url}/health", timeout=10).status_code
         latency = time.perf_counter() - start
+        time.sleep(1)
+        fds = len(os.listdir(f"/proc/{server.proc.pid}/fd"))
         time.sleep(12)
         closed = 0
         for s in socks:
@@ -123,7 +124,7 @@ def idle_and_slow(server: ServerProcess, n: int) -> None:
                 pass
             except OSError:
                 closed += 1
-        print(f"idle/slow: {n} idle + 20 slow-drip opened; server fds {fds}; /health {ok} in {latency * 1000:.0f} ms; "
+        print(f"idle/slow: {n} idle + 20 slow-drip opened; server fds 1 s later {fds}; /health {ok} in {latency * 1000:.0f} ms; "
               f"closed by the server after 12 s: {closed}/{n}")
     finally:
         for s in socks:

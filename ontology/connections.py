@@ -28,6 +28,9 @@ MAX_CONNECTIONS = 1000
 REQUEST_READ_SECONDS = 10.0
 # uvicorn's idle time between requests on a kept-alive connection.
 KEEP_ALIVE_SECONDS = 5
+# The listen queue, which asyncio also uses as the most connections accepted in one loop turn: the
+# cap is enforced between turns, so descriptors stay within MAX_CONNECTIONS + about two of these.
+BACKLOG = 128
 # Request line plus headers; ours are a few hundred bytes.
 MAX_HEADER_BYTES = 16 * 1024
 # No handler blocks the loop (all I/O runs in threads): a loop silent this long is broken.
@@ -101,7 +104,7 @@ def uvicorn_limits() -> dict[str, Any]:
     # uvicorn answers 503 once connections or tasks reach limit_concurrency; our cap keeps connections
     # at MAX_CONNECTIONS, so its limit bounds the tasks.
     return {"http": LimitedH11Protocol, "limit_concurrency": MAX_CONNECTIONS + 1,
-            "timeout_keep_alive": KEEP_ALIVE_SECONDS,
+            "timeout_keep_alive": KEEP_ALIVE_SECONDS, "backlog": BACKLOG,
             "h11_max_incomplete_event_size": MAX_HEADER_BYTES}
 
 

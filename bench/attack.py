@@ -15,7 +15,6 @@ import random
 import resource
 import signal
 import socket
-import sqlite3
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -23,7 +22,7 @@ from pathlib import Path
 
 import httpx
 
-from kgbridge.server_process import ServerProcess, wait_drained
+from kgbridge.server_process import ServerProcess, artifact_rows, wait_drained
 
 LOCAL = ["127.0.0.1", "127.0.0.1:{p}", "localhost", "LOCALHOST:{p}", "[::1]", "[::1]:{p}", "127.8.9.10:80"]
 HOSTILE = ["127.rebind.attacker.example:{p}", "127.0.0.1.nip.io", "127.0.0.1.nip.io:{p}", "127.evil", "[::1].evil.com",
@@ -51,14 +50,6 @@ def get(port: int, *headers: str) -> int:
 
 def memory(name: str, text: str) -> bytes:
     return f"---\nname: {name}\ndescription: {text}\ntype: project\n---\n- {text}\n".encode()
-
-
-def rows(db: Path) -> list[tuple[str, str]]:
-    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    try:
-        return conn.execute("SELECT s.identity, a.sha256 FROM artifacts a JOIN sources s ON s.id=a.source_id").fetchall()
-    finally:
-        conn.close()
 
 
 def peak_kib(pid: int) -> int:
@@ -213,7 +204,7 @@ def kill_during_bursts(base: Path, rounds: int, burst: int) -> None:
             server.stop(signal.SIGKILL)
     with ServerProcess(root):
         wait_drained(ingest, timeout=120)
-    got = [sha for _, sha in rows(root / "ontology" / "shop" / "graph.db")]
+    got = [sha for _, sha in artifact_rows(root / "ontology" / "shop" / "graph.db")]
     print(f"kill -9 during bursts: {rounds} kills over {rounds * burst} drops -> missing {len(expected - set(got))}, "
           f"doubled {len(got) - len(set(got))}")
 

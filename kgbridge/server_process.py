@@ -88,3 +88,14 @@ def wait_drained(ingest: Path, timeout: float = 60.0) -> None:
             return
         time.sleep(0.1)
     raise TimeoutError(f"{ingest} still holds {sorted(p.name for p in ingest.iterdir())[:5]}...")
+
+
+def artifact_rows(db: Path) -> list[tuple[str, str]]:
+    """(source identity, sha256) of every artifact in a graph, read-only: what a run took in."""
+    import sqlite3
+
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        return conn.execute("SELECT s.identity, a.sha256 FROM artifacts a JOIN sources s ON s.id = a.source_id").fetchall()
+    finally:
+        conn.close()

@@ -116,11 +116,12 @@ def drop_name(kind: str, data: bytes, original: str) -> str:
 
 
 def name_key(filename: str) -> str:
-    """One spelling per file name in source identities: Unicode NFC (macOS writes NFD) and case
-    folded (case-insensitive disks treat `Deploys.md` and `deploys.md` as one file)."""
+    """One spelling per file name in source identities: Unicode NFC, since macOS writes names NFD.
+    Case is kept: on a case-sensitive disk `Deploys.md` and `deploys.md` are two files, and the
+    identity is shown to people as the name they wrote."""
     import unicodedata  # lazily: the hook imports this module on every delivery
 
-    return unicodedata.normalize("NFC", filename).casefold()
+    return unicodedata.normalize("NFC", filename)
 
 
 def memory_source(slug: str, filename: str) -> str:

@@ -3,9 +3,10 @@
 Invariants: a file is ingested only after it has been quiet for `settle` seconds (close-after-write
 and renamed-in events mark it; a bare create does not); temporary and dot files are ignored; after a
 file is ingested (new, duplicate or rejected — the archive or rejected/ keeps a copy) it is removed
-from ingest/, and a crash in between re-ingests it as a duplicate, never twice. If the backend
-cannot write (disk full), the file stays and is retried. Each ontology has its own worker thread,
-so one ontology's failure never stalls another. A periodic rescan catches events inotify dropped.
+from ingest/ unless it changed after the read, and a crash in between re-ingests it as a
+duplicate, never twice. If the backend cannot write (disk full), the file stays and is retried.
+Each ontology has its own worker thread, so one ontology's failure never stalls another. A periodic
+rescan catches events inotify dropped, reading only files quiet for `QUIET_SECONDS`.
 """
 
 from __future__ import annotations
@@ -149,7 +150,10 @@ class DropWatcher(FileSystemEventHandler):
 
     # -- scanning -------------------------------------------------------------------------------
 
-    def _scan_dir(self, ingest: Path) -> None:
+    def _scan_dir(self, ingest: Path, *, quiet: float = 0.0) -> None:
+        """Enqueue the candidate files of one ingest/. `quiet`: how long a file must have gone
+        unmodified before it is read (the periodic rescan, which has no event saying a writer is
+        done); files found at start or in a directory that just appeared only wait the settle time."""
         try:
             entries = sorted(ingest.iterdir())
         except OSError:
@@ -167,17 +171,17 @@ class DropWatcher(FileSystemEventHandler):
             queue = self._queues.get(path.parent.parent.name)
             if queue is None or path not in queue.due:
                 # No event says the writer is done: wait until the file has been quiet long enough.
-                self._enqueue(path, delay=max(self.settle, st.st_mtime + self.quiet - now))
+                self._enqueue(path, delay=max(self.settle, st.st_mtime + quiet - now))
 
-    def scan(self) -> None:
+    def scan(self, *, quiet: float = 0.0) -> None:
         for slug in self.backend.slugs():
-            self._scan_dir(self.base / slug / "ingest")
+            self._scan_dir(self.base / slug / "ingest", quiet=quiet)
         self.last_scan_at = time.time()
 
     def _rescan_loop(self) -> None:
         while not self._stop.wait(self.rescan_every):
             try:
-                self.scan()
+                self.scan(quiet=self.quiet)
             except Exception as exc:  # noqa: BLE001 - thread boundary
                 self.last_error = f"rescan: {exc}"
                 log.exception("rescan failed")

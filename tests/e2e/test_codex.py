@@ -32,8 +32,13 @@ def note_name(slug: str) -> str:
 
 
 def source(slug: str) -> str:
-    """The note's source identity in the graph (file names are matched without case)."""
+    """The note's source identity, compared without case (graphs have folded file names)."""
     return f"memory:shop/{note_name(slug)}".lower()
+
+
+def labelled_sources(box: AgentSandbox, text: str) -> tuple[str, set[str]]:
+    status, sources = box.sources_of(text)
+    return status, {s.lower() for s in sources}
 
 
 def codex_config(box: AgentSandbox) -> None:
@@ -81,7 +86,7 @@ def test_codex_runs_kgbridge_hooks_once_trusted_and_status_says_what_is_missing(
     codex_box.codex_session("kg-e2e-trusted", note(codex_box, "trusted", NOTE_ONE))
     notes = {source("untrusted"), source("trusted")}
     # both notes arrive: the new one from PostToolUse, the earlier one from the Stop rescan
-    assert wait_until(lambda: codex_box.sources_of(DB_FACT)[1] == notes, 30), codex_box.sources_of(DB_FACT)
+    assert wait_until(lambda: labelled_sources(codex_box, DB_FACT)[1] == notes, 30), codex_box.sources_of(DB_FACT)
     summary = {a["text"] for a in codex_box.assertions()}
     assert "Answers in short sentences" in summary  # memory_summary.md, Codex's own memory, captured too
 
@@ -98,7 +103,8 @@ def test_codex_notes_that_disagree_give_a_disputed_claim_the_next_session_gets_w
     assert "memories_v2/extensions/ad_hoc/notes/" in conversation(codex_box.fake.requests("kg-e2e-one")[0])
     codex_box.codex_session("kg-e2e-two", note(codex_box, "fast-tests", NOTE_TWO))
     both = {source("test-db"), source("fast-tests")}
-    assert wait_until(lambda: codex_box.sources_of(DB_FACT) == ("CONTESTED", both), 60), codex_box.sources_of(DB_FACT)
+    assert wait_until(lambda: labelled_sources(codex_box, DB_FACT) == ("CONTESTED", both), 60), \
+        codex_box.sources_of(DB_FACT)
     assert wait_until(lambda: len(codex_box.assertions()) > FILLER_CONCEPTS, 60)
     codex_box.codex_session("kg-e2e-three", [{"text": "Hello."}])
     request = conversation(codex_box.fake.requests("kg-e2e-three")[0])

@@ -17,6 +17,7 @@ import sys
 import time
 from pathlib import Path
 
+from kgbridge import forgetting
 from kgbridge.bounded import TimedOut, call_bounded, detach, read_regular
 from kgbridge.deliver import DrainReport, Outcome, SendOutcome, drain, enqueue, registry_key, send, write_drop
 from kgbridge.detect import Detection, Transport, backend_token, behind_fuse, detect
@@ -117,6 +118,54 @@ def read_artifact(path: Path) -> bytes | None:
         return None
 
 
+def forget_vanished(state: ProjectState, files: list[Path], delivered: set[str], waiting: set[str]) -> set[str]:
+    """Queue a tombstone for each memory file delivered before and gone now, or a move when a new
+    file carries its content (docs/adr/0011); remember what the folder holds. Returns the new names a
+    move carries. An outbox that cannot be written leaves the memory of the folder as it was."""
+    from ontology.clock import utc_now
+
+    present = {p.name: read_artifact(p) for p in files}  # None: there, but unreadable now
+    readable = {name: data for name, data in present.items() if data is not None}
+    known = forgetting.KnownFiles(state)
+    moved: set[str] = set()
+    for gone, successor in forgetting.vanished(known, present.keys(), readable):
+        at = utc_now()
+        try:
+            if successor is None:
+                enqueue(state, "tombstone", gone, forgetting.tombstone(gone, at), delivered, waiting)
+            else:
+                data = readable[successor]
+                enqueue(state, "move", successor, forgetting.move(gone, successor, data, at), delivered, waiting)
+                state.record_delivered(registry_key("memory", data, successor), "move")
+                delivered.add(registry_key("memory", data, successor))
+                moved.add(successor)
+            forgotten = forgetting.memory_keys(delivered, gone)
+            state.forget_delivered(forgotten)
+        except OSError as exc:
+            log(f"could not queue what became of {gone} ({exc.strerror or exc}); the next rescan retries")
+            return moved
+        delivered.difference_update(forgotten)
+        del known.files[gone]
+    known.files.update((name, forgetting.fingerprint(data)) for name, data in readable.items())
+    try:
+        known.save()
+    except OSError as exc:
+        log(f"could not remember the memory folder ({exc.strerror or exc})")
+    return moved
+
+
+def remember(state: ProjectState, name: str, data: bytes) -> None:
+    """A memory file handed over by the hook: the rescan will know if it is gone by then. Best effort
+    and lock-free (the hook never waits on the worker): a lost update only means the next rescan
+    learns the file itself."""
+    try:
+        known = forgetting.KnownFiles(state)
+        known.files[name] = forgetting.fingerprint(data)
+        known.save()
+    except OSError:
+        pass
+
+
 def rescan(project: Project, detection: Detection, harness: str = Harness.CLAUDE) -> DrainReport:
     """Drain the outbox, then queue every memory file and ledger entry not yet settled and drain
     again. When the outbox cannot be written, each new artifact gets one direct attempt instead,
@@ -132,7 +181,11 @@ def rescan(project: Project, detection: Detection, harness: str = Harness.CLAUDE
         delivered = state.delivered()
         sources: list[tuple[str, Path]] = []
         if not projection_mounted(project.memory_dir):
-            sources += [("memory", p) for p in _memory_files(project.memory_dir)]
+            files = forgetting.listing(project.memory_dir)
+            if files is not None and (detection.active or state.is_known()):
+                moved = forget_vanished(state, files, delivered, waiting)
+                files = [p for p in files if p.name not in moved]
+            sources += [("memory", p) for p in files or ()]
         sources += [("ledger", p) for p in _memory_files(project.ledger_dir)]
         if harness == Harness.CODEX:
             sources += [("memory", p) for p in codex_memory_files()]
@@ -233,7 +286,10 @@ def capture_files(project: Project, paths: list[Path], harness: str) -> None:
             continue
         data = read_artifact(path)
         if data is not None:
-            outcomes.add(hand_over(state, drop_dir, "memory", path.name, data, delivered))
+            outcome = hand_over(state, drop_dir, "memory", path.name, data, delivered)
+            outcomes.add(outcome)
+            if outcome is not Outcome.UNSAVED and _inside(path, project.memory_dir):
+                remember(state, path.name, data)
     if rescan_wanted or Outcome.UNSAVED in outcomes:
         spawn_worker(str(project.root), harness, rescan_first=True)
     elif Outcome.OUTBOX in outcomes:

@@ -113,18 +113,34 @@ class ProjectState:
     # -- delivered registry (delivered or refused: either way settled, never sent again) -----------
 
     def delivered(self) -> set[str]:
+        """Keys delivered, in log order: a `-<key>` line forgets one (a tombstone sent for its file)."""
         try:
-            return set(self.delivered_log.read_text(encoding="utf-8").split())
+            lines = self.delivered_log.read_text(encoding="utf-8").split()
         except (OSError, UnicodeDecodeError):
             return set()
+        keys: set[str] = set()
+        for line in lines:
+            if line.startswith("-"):
+                keys.discard(line[1:])
+            else:
+                keys.add(line)
+        return keys
 
-    def record_delivered(self, key: str, transport: str) -> None:
+    def _append(self, lines: list[str]) -> None:
         self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         fd = os.open(self.delivered_log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         try:
-            os.write(fd, (key + "\n").encode())
+            os.write(fd, "".join(line + "\n" for line in lines).encode())
         finally:
             os.close(fd)
+
+    def forget_delivered(self, keys: list[str]) -> None:
+        """Send these again when they reappear: a file restored after its tombstone is a new version."""
+        if keys:
+            self._append([f"-{key}" for key in keys])
+
+    def record_delivered(self, key: str, transport: str) -> None:
+        self._append([key])
         atomic_write(self.last_delivery, json.dumps({"at": time.time(), "transport": transport,
                                                      "key": key}).encode())
 

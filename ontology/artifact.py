@@ -18,6 +18,7 @@ class Kind(enum.Enum):
     MEMORY_INDEX = "memory_index"  # MEMORY.md: lines of links, no frontmatter
     LEDGER = "ledger"  # session-ledger entry
     DOCUMENT = "document"  # anything else: generic markdown or text
+    TOMBSTONE = "tombstone"  # a memory file is gone: its source's stances are withdrawn (ADR 0011)
 
 
 class Channel(enum.Enum):
@@ -34,7 +35,10 @@ MEMORY_TYPES = frozenset({"user", "feedback", "project", "reference"})
 def split_drop_name(name: str) -> tuple[Kind | None, str]:
     """(kind hint, original filename) from a drop-directory name; plain names carry no hint."""
     hint, original = layout.split_drop_name(name)
-    return (Kind(hint) if hint else None), original
+    return (Kind(hint) if hint in _HINTS else None), original
+
+
+_HINTS = frozenset(kind.value for kind in Kind)
 
 
 class ArtifactRejected(ValueError):
@@ -59,3 +63,4 @@ class Artifact:
     description: str | None = None
     memory_type: str | None = None
     notes: tuple[str, ...] = field(default=())  # parse warnings (fallbacks used), kept for provenance
+    moved_from: str | None = None  # a move: the source identity this memory file carried before (ADR 0011)

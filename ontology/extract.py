@@ -253,4 +253,6 @@ def extract(artifact: Artifact) -> Extraction:
         return _sectioned(artifact, "session-notes", "ledger")
     if artifact.kind is Kind.DOCUMENT:
         return _sectioned(artifact, concept_key(PurePosixPath(artifact.filename).stem), "document")
+    if artifact.kind is Kind.TOMBSTONE:
+        return Extraction((), (), ())  # says nothing: it withdraws what its source said (ontology.store)
     raise AssertionError(f"unhandled kind {artifact.kind}")

@@ -8,7 +8,9 @@ YAML that expands explosively or nests deeply is refused, never evaluated.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
+from dataclasses import replace
 from datetime import datetime
 from pathlib import PurePosixPath
 from typing import Any, Mapping
@@ -18,6 +20,7 @@ import yaml
 from frontmatter.default_handlers import YAMLHandler
 
 from ontology.artifact import MEMORY_TYPES, Artifact, ArtifactRejected, Kind, split_drop_name
+from ontology import layout
 from ontology.layout import MAX_ARTIFACT_BYTES, memory_source, name_key  # the limit's home is stdlib-light: the hook caps reads with it
 # An agent's frontmatter never needs anchors; a handful allows hand-written YAML, more is a bomb.
 MAX_YAML_ALIASES = 16
@@ -187,9 +190,55 @@ def source_identity(kind: Kind, ontology: str, filename: str, meta: Mapping[str,
     return f"document:{name_key(filename)}"
 
 
+def _forgetting(data: bytes, expected: str, original: str, fields: tuple[str, ...]) -> dict[str, str]:
+    """The JSON object of a tombstone or a move (docs/reference.md §4), checked field by field."""
+    try:
+        record = json.loads(decode(data))
+    except ValueError:
+        raise ArtifactRejected(f"a {expected} must be a JSON object (docs/reference.md §4)") from None
+    if not isinstance(record, dict) or record.get("kgbridge") != expected:
+        raise ArtifactRejected(f'a {expected} must be a JSON object with "kgbridge": "{expected}"')
+    for key in fields:
+        if not isinstance(record.get(key), str) or not record[key]:
+            raise ArtifactRejected(f'a {expected} needs a non-empty text field "{key}"')
+    named = record["file"] if expected == "tombstone" else record["to"]
+    if named != original:
+        raise ArtifactRejected(f"the {expected} names {named!r} but was delivered as {original!r}")
+    return record
+
+
+def _tombstone(ontology: str, original: str, data: bytes) -> Artifact:
+    record = _forgetting(data, "tombstone", original, ("file", "at"))
+    layout.validate_filename(record["file"])
+    return Artifact(filename=original, sha256=hashlib.sha256(data).hexdigest(), kind=Kind.TOMBSTONE,
+                    text=data.decode("utf-8"), body="", frontmatter={},
+                    source_identity=memory_source(ontology, original), timestamp=record["at"])
+
+
+def _move(ontology: str, original: str, data: bytes) -> Artifact:
+    """A memory file renamed: its new content under the new name, carrying the old source's identity."""
+    record = _forgetting(data, "move", original, ("from", "to", "at", "content"))
+    layout.validate_filename(record["from"])
+    inner = _parse(ontology, original, record["content"].encode("utf-8"), Kind.MEMORY)
+    if inner.kind is not Kind.MEMORY:
+        raise ArtifactRejected("a move carries a memory file, not the index")
+    return replace(inner, sha256=hashlib.sha256(data).hexdigest(), timestamp=inner.timestamp or record["at"],
+                   moved_from=memory_source(ontology, record["from"]),
+                   notes=(*inner.notes, f"moved from {record['from']}"))
+
+
 def parse_artifact(ontology: str, filename: str, data: bytes) -> Artifact:
     """Decode, split frontmatter, classify. Raises `ArtifactRejected` with a reason on bad input."""
+    raw_hint, original = layout.split_drop_name(filename)
+    if raw_hint == "tombstone":
+        return _tombstone(ontology, original, data)
+    if raw_hint == "move":
+        return _move(ontology, original, data)
     hint, original = split_drop_name(filename)
+    return _parse(ontology, original, data, hint)
+
+
+def _parse(ontology: str, original: str, data: bytes, hint: Kind | None) -> Artifact:
     text = decode(data)
     meta, body, notes = split_frontmatter(text)
     kind = classify(original, meta, hint)

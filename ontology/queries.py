@@ -177,13 +177,13 @@ def history(conn: sqlite3.Connection, assertion_id: int) -> list[dict[str, objec
     polarity = conn.execute("SELECT polarity FROM assertions WHERE id=?", (assertion_id,)).fetchone()[0]
     out = []
     for r in conn.execute(
-        """SELECT s.identity, h.stance, h.text, h.timestamp, a.version, a.filename FROM stance_history h
+        """SELECT s.identity, h.stance, h.text, h.timestamp, a.version, a.filename, a.kind FROM stance_history h
            JOIN sources s ON s.id = h.source_id JOIN artifacts a ON a.id = h.artifact_id
            WHERE h.assertion_id = ? ORDER BY h.timestamp, h.id""",
         (assertion_id,),
     ):
         stance = r[1] * polarity
-        word = "withdrawn" if stance == 0 else ("for" if stance > 0 else "against")
+        word = ("deleted" if r[6] == "tombstone" else "withdrawn") if stance == 0 else ("for" if stance > 0 else "against")
         out.append({"source": r[0], "stance": word, "text": r[2], "timestamp": r[3], "version": r[4],
                     "filename": r[5]})
     return out

@@ -12,10 +12,11 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TypeVar
 
-SCHEMA_VERSION = 9  # 2: lsh is WITHOUT ROWID; 3: 15x4 LSH bands; 4: subsets (exact short near-dups);
+SCHEMA_VERSION = 10  # 2: lsh is WITHOUT ROWID; 3: 15x4 LSH bands; 4: subsets (exact short near-dups);
 # 5: evidence aggregates kept by delta (ontology/aggregate.py); 6: trigram indexes for CJK search
 # 7: memory_files (newest text of each memory file and of the index, for the projection)
 # 8: source identities fold NFC/NFD and case of file names; 9: NFC only, case kept (layout.name_key)
+# 10: sources.deleted_at (tombstones); one source may see the same bytes again after one (ADR 0012)
 # A writer holding the lock is normal (one artifact at a time); wait for it rather than fail.
 BUSY_TIMEOUT_MS = 30_000
 WAL_AUTOCHECKPOINT_PAGES = 16_384
@@ -36,13 +37,13 @@ DDL = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS sources(
   id INTEGER PRIMARY KEY, identity TEXT UNIQUE NOT NULL, kind TEXT NOT NULL,
-  reliability REAL NOT NULL, current_artifact INTEGER, current_ts TEXT);
+  reliability REAL NOT NULL, current_artifact INTEGER, current_ts TEXT, deleted_at TEXT);
 CREATE TABLE IF NOT EXISTS artifacts(
   id INTEGER PRIMARY KEY, sha256 TEXT NOT NULL, source_id INTEGER NOT NULL REFERENCES sources(id),
   filename TEXT NOT NULL, kind TEXT NOT NULL, channel TEXT NOT NULL, version INTEGER NOT NULL,
-  timestamp TEXT NOT NULL, received_at TEXT NOT NULL, notes TEXT NOT NULL DEFAULT '',
-  UNIQUE(source_id, sha256));
+  timestamp TEXT NOT NULL, received_at TEXT NOT NULL, notes TEXT NOT NULL DEFAULT '');
 CREATE INDEX IF NOT EXISTS artifacts_sha ON artifacts(sha256);
+CREATE INDEX IF NOT EXISTS artifacts_source ON artifacts(source_id, sha256);
 CREATE TABLE IF NOT EXISTS concepts(
   id INTEGER PRIMARY KEY, key TEXT UNIQUE NOT NULL, name TEXT NOT NULL, type TEXT NOT NULL,
   title TEXT, description TEXT, authoritative INTEGER NOT NULL DEFAULT 0,

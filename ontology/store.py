@@ -59,6 +59,8 @@ def source_kind(artifact: Artifact) -> SourceKind:
         return SourceKind.DOCUMENT
     if artifact.kind in (Kind.MEMORY, Kind.MEMORY_INDEX):
         return SourceKind(artifact.memory_type) if artifact.memory_type else SourceKind.MEMORY
+    if artifact.kind is Kind.TOMBSTONE:
+        return SourceKind.MEMORY  # only when the file was never seen: a source already known keeps its kind
     raise AssertionError(f"unhandled kind {artifact.kind}")
 
 
@@ -74,9 +76,11 @@ class GraphWriter:
         self.near = NearDuplicateIndex(conn)
 
     def seen(self, identity: str, sha256: str) -> bool:
+        """Same source, same bytes: a duplicate. Not while the source stands deleted: a file restored
+        with the bytes it had before its tombstone is its next version (ADR 0011)."""
         return self.conn.execute(
-            "SELECT 1 FROM artifacts a JOIN sources s ON s.id=a.source_id WHERE s.identity=? AND a.sha256=?",
-            (identity, sha256)).fetchone() is not None
+            "SELECT 1 FROM artifacts a JOIN sources s ON s.id=a.source_id WHERE s.identity=? AND a.sha256=? "
+            "AND (s.deleted_at IS NULL OR a.kind='tombstone')", (identity, sha256)).fetchone() is not None
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -117,21 +121,74 @@ class GraphWriter:
 
     # -- steps, all inside the transaction ------------------------------------------------------
 
-    def _apply(self, artifact: Artifact, extraction: Extraction, channel: str, received_at: str) -> Applied:
+    def _record(self, artifact: Artifact, extraction: Extraction, channel: str, received_at: str,
+                ts: str) -> tuple[int, int, int, str | None, str | None]:
+        """The artifact's row under its source (created on first sight): (source id, artifact id,
+        version, the source's current timestamp and deletion time before this artifact)."""
         conn = self.conn
-        ts = normalize_ts(artifact.timestamp, received_at)
         kind = source_kind(artifact)
         conn.execute("INSERT OR IGNORE INTO sources(identity, kind, reliability) VALUES(?,?,?)",
                      (artifact.source_identity, kind.value, RELIABILITY[kind]))
-        source_id, current_ts = conn.execute(
-            "SELECT id, current_ts FROM sources WHERE identity=?", (artifact.source_identity,)).fetchone()
+        source_id, current_ts, deleted_at = conn.execute(
+            "SELECT id, current_ts, deleted_at FROM sources WHERE identity=?", (artifact.source_identity,)).fetchone()
         version = conn.execute("SELECT count(*) + 1 FROM artifacts WHERE source_id=?", (source_id,)).fetchone()[0]
         artifact_id = conn.execute(
             "INSERT INTO artifacts(sha256, source_id, filename, kind, channel, version, timestamp, received_at, notes)"
             " VALUES(?,?,?,?,?,?,?,?,?)",
             (artifact.sha256, source_id, artifact.filename, artifact.kind.value, channel, version, ts, received_at,
              "; ".join(artifact.notes + (("statements truncated",) if extraction.truncated else ())))).lastrowid
-        current = current_ts is None or ts >= current_ts
+        return source_id, artifact_id, version, current_ts, deleted_at
+
+    def _forget(self, artifact: Artifact, extraction: Extraction, channel: str, received_at: str) -> Applied:
+        """A tombstone: the file is gone, so its source withdraws every current stance (kept in history
+        as stance 0 under this artifact) and its text leaves the projection. Always current: the
+        bridge sends events in the order they happened on disk, whatever the files' own dates say."""
+        ts = normalize_ts(artifact.timestamp, received_at)
+        source_id, artifact_id, version, _, _ = self._record(artifact, extraction, channel, received_at, ts)
+        touched = self._withdraw(source_id, artifact_id, ts)
+        self._reweigh(touched, ts)
+        return Applied(artifact_id, version, True, 0, len(touched))
+
+    def _withdraw(self, source_id: int, artifact_id: int, ts: str) -> set[int]:
+        held = self._held(source_id)
+        touched = self.set_stances(source_id, artifact_id, ts, dict.fromkeys(held), held=held)
+        self.conn.execute("UPDATE sources SET current_artifact=?, current_ts=max(coalesce(current_ts, ?), ?), "
+                          "deleted_at=? WHERE id=?", (artifact_id, ts, ts, ts, source_id))
+        self.conn.execute("DELETE FROM relations WHERE source_id=?", (source_id,))
+        self.conn.execute("DELETE FROM memory_files WHERE source_id=?", (source_id,))
+        return touched
+
+    def _rekey(self, artifact: Artifact, extraction: Extraction) -> int | None:
+        """A move: the old file's source takes the new name (one source, its history kept), and its
+        concept the new key. Returns the old source when the new name is already a source of its
+        own (delivered before the move was seen): that one is retired by the caller instead."""
+        conn = self.conn
+        old = conn.execute("SELECT id FROM sources WHERE identity=?", (artifact.moved_from,)).fetchone()
+        if old is None or artifact.moved_from == artifact.source_identity:
+            return None
+        if conn.execute("SELECT 1 FROM sources WHERE identity=?", (artifact.source_identity,)).fetchone():
+            return int(old[0])
+        row = conn.execute("SELECT concept FROM memory_files WHERE source_id=? AND kind='memory'", (old[0],)).fetchone()
+        conn.execute("UPDATE sources SET identity=? WHERE id=?", (artifact.source_identity, old[0]))
+        conn.execute("DELETE FROM memory_files WHERE source_id=?", (old[0],))  # re-kept under the new name
+        new_key = extraction.concepts[0].key if extraction.concepts else None
+        if row and row[0] and new_key and row[0] != new_key and not conn.execute(
+                "SELECT 1 FROM concepts WHERE key=?", (new_key,)).fetchone():
+            conn.execute("UPDATE concepts SET key=? WHERE key=?", (new_key, row[0]))
+            conn.execute("UPDATE OR IGNORE relations SET src=? WHERE src=?", (new_key, row[0]))
+            conn.execute("UPDATE OR IGNORE relations SET dst=? WHERE dst=?", (new_key, row[0]))
+        return None
+
+    def _apply(self, artifact: Artifact, extraction: Extraction, channel: str, received_at: str) -> Applied:
+        if artifact.kind is Kind.TOMBSTONE:
+            return self._forget(artifact, extraction, channel, received_at)
+        conn = self.conn
+        ts = normalize_ts(artifact.timestamp, received_at)
+        retired = self._rekey(artifact, extraction) if artifact.moved_from else None
+        source_id, artifact_id, version, current_ts, deleted_at = self._record(
+            artifact, extraction, channel, received_at, ts)
+        # A file back after its tombstone is what stands now, whatever date its frontmatter carries.
+        current = deleted_at is not None or current_ts is None or ts >= current_ts
 
         if artifact.kind in (Kind.MEMORY, Kind.MEMORY_INDEX):
             for decl in extraction.concepts:  # ledger and document sections appear only when used
@@ -149,13 +206,16 @@ class GraphWriter:
         if current:
             touched = self._replace_stances(source_id, artifact_id, observed, ts,
                                             additive=artifact.kind is Kind.LEDGER)
-            conn.execute("UPDATE sources SET current_artifact=?, current_ts=? WHERE id=?", (artifact_id, ts, source_id))
+            conn.execute("UPDATE sources SET current_artifact=?, current_ts=?, deleted_at=NULL WHERE id=?",
+                         (artifact_id, ts, source_id))
             if artifact.kind is not Kind.LEDGER:
                 conn.execute("DELETE FROM relations WHERE source_id=?", (source_id,))
             conn.executemany("INSERT OR IGNORE INTO relations(src, dst, kind, source_id) VALUES(?,?,?,?)",
                              [(r.src, r.dst, r.kind, source_id) for r in extraction.relations])
             if artifact.kind in (Kind.MEMORY, Kind.MEMORY_INDEX):
                 self._keep_memory_file(artifact, extraction, source_id, artifact_id, ts)
+        if retired is not None:
+            touched |= self._withdraw(retired, artifact_id, ts)
         self._reweigh(touched | set(observed), ts)
         return Applied(artifact_id, version, current, len(observed), len(touched))
 

@@ -76,7 +76,7 @@ def memory_snapshot(conn: sqlite3.Connection, ontology: str, limit: int = MAX_LI
     each of its links reaches; totals go to the footer."""
     rows = conn.execute(
         """SELECT c.key, coalesce(c.title, c.name), coalesce(c.description, ''), c.updated_at, c.type,
-                  coalesce(sum(a.belief), 0), count(a.id),
+                  coalesce(sum(a.belief), 0), coalesce(sum(a.n_pos + a.n_neg > 0), 0),
                   coalesce(sum(a.status = 'AFFIRMATIVE'), 0), coalesce(sum(a.status = 'CONTESTED'), 0),
                   coalesce(sum(a.status = 'CONTRADICTORY'), 0),
                   (SELECT a2.text FROM assertions a2 WHERE a2.concept_id = c.id ORDER BY a2.belief DESC, a2.id LIMIT 1)
@@ -88,7 +88,9 @@ def memory_snapshot(conn: sqlite3.Connection, ontology: str, limit: int = MAX_LI
     file_of: dict[str, str] = {}
     for filename, key in files.items():
         file_of.setdefault(key, filename)
-    by_key = {r[0]: r for r in rows if r[6] or r[0] in file_of}  # a bare hint (no claims, no file) says nothing
+    # A bare hint (no claims, no file) says nothing; nor does a concept whose every claim was withdrawn
+    # (its file deleted: ADR 0011).
+    by_key = {r[0]: r for r in rows if r[6] or r[0] in file_of}
 
     def line(key: str) -> ConceptLine:  # built only for what a MEMORY.md can show: 10k clips cost 40 ms
         r = by_key[key]

@@ -51,7 +51,7 @@ class ProjectionView:
             self._file_of = {}
             for name, key in self._files.items():
                 self._file_of.setdefault(key, name)
-            self._keys = [r[0] for r in conn.execute("SELECT key FROM concepts ORDER BY key")
+            self._keys = [r[0] for r in conn.execute(STANDING_CONCEPTS)
                           if r[0] not in self._file_of and f"{r[0]}.md" not in self._files]
             self._cache = {}
 
@@ -97,6 +97,12 @@ class ProjectionView:
             if data is not None:
                 self._cache[name] = data
             return data
+
+
+# Concepts with a topic file: a claim still held by some source, or no claims at all (a bare concept);
+# one whose every claim was withdrawn (its memory file deleted, ADR 0011) has nothing left to show.
+STANDING_CONCEPTS = """SELECT c.key FROM concepts c WHERE NOT EXISTS (SELECT 1 FROM assertions a WHERE a.concept_id = c.id)
+    OR EXISTS (SELECT 1 FROM assertions a WHERE a.concept_id = c.id AND a.n_pos + a.n_neg > 0) ORDER BY c.key"""
 
 
 def materialize(view: ProjectionView, target: Path) -> list[str]:

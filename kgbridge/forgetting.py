@@ -1,0 +1,100 @@
+"""Forgetting: what the memory folder held when we last delivered from it, and what is gone since.
+
+A file that vanished is sent as a tombstone; one that vanished while a new file carries its content
+(same bytes, or the same frontmatter `name:` and most of its body) as a move (docs/adr/0011). The
+folder's last known contents live in `<state>/<slug>/memory-files.json`; an unreadable folder is
+never read as an empty one. Standard library only (the hook imports it).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+from collections.abc import Iterable
+from pathlib import Path
+
+from kgbridge.state import ProjectState, read_json
+from ontology.atomic import atomic_write
+
+# "Most of its body": more than half of the longer body's distinct lines are in the other one.
+# A renamed file is usually the same text, maybe retitled; two different memories sharing a `name:`
+# rarely share half their lines.
+MOVE_OVERLAP = 0.5
+_NAME_LINE = re.compile(r"^\s*name:\s*(.+?)\s*$", re.MULTILINE)
+
+
+def fingerprint(data: bytes) -> dict[str, object]:
+    """What we remember of a delivered file: its hash, its `name:`, and a hash per distinct body line."""
+    text = data.decode("utf-8", "replace").replace("\r\n", "\n")
+    name, body = "", text
+    if text.startswith("---"):
+        close = text.find("\n---", 3)
+        if close > 0:
+            head, body = text[3:close], text[close + 4:]
+            found = _NAME_LINE.search(head)
+            name = found.group(1).strip("\"'") if found else ""
+    lines = sorted({hashlib.sha1(line.strip().encode()).hexdigest()[:12]  # noqa: S324 - a fingerprint
+                    for line in body.split("\n") if line.strip()})
+    return {"sha": hashlib.sha256(data).hexdigest(), "name": name, "lines": lines}
+
+
+def same_file(old: dict[str, object], new: dict[str, object]) -> bool:
+    """Does `new` carry the content of the vanished `old`? Same bytes, or same `name:` and most lines."""
+    if old.get("sha") == new.get("sha"):
+        return True
+    if not old.get("name") or old.get("name") != new.get("name"):
+        return False
+    a, b = set(old.get("lines") or ()), set(new.get("lines") or ())  # type: ignore[arg-type]
+    return bool(a and b) and len(a & b) / max(len(a), len(b)) > MOVE_OVERLAP
+
+
+def tombstone(filename: str, at: str) -> bytes:
+    """The tombstone artifact (docs/reference.md §4)."""
+    return json.dumps({"kgbridge": "tombstone", "file": filename, "at": at}, ensure_ascii=False).encode()
+
+
+def move(old: str, new: str, content: bytes, at: str) -> bytes:
+    """The move artifact: the new file's content, and the name it had before (docs/reference.md §4)."""
+    return json.dumps({"kgbridge": "move", "from": old, "to": new, "at": at,
+                       "content": content.decode("utf-8", "replace")}, ensure_ascii=False).encode()
+
+
+class KnownFiles:
+    """`memory-files.json`: file name -> fingerprint of what was last delivered from the memory folder."""
+
+    def __init__(self, state: ProjectState) -> None:
+        self.path = state.dir / "memory-files.json"
+        self.files: dict[str, dict[str, object]] = {
+            name: fp for name, fp in read_json(self.path).items() if isinstance(fp, dict)}
+
+    def save(self) -> None:
+        atomic_write(self.path, json.dumps(self.files, sort_keys=True).encode())
+
+
+def memory_keys(delivered: set[str], filename: str) -> list[str]:
+    """The delivered-registry keys of every version of one memory file (kgbridge.deliver.registry_key)."""
+    suffix = ":" + base64.urlsafe_b64encode(filename.encode()).decode()
+    return [k for k in delivered if k.startswith("memory:") and k.endswith(suffix)]
+
+
+def vanished(known: KnownFiles, present: Iterable[str], readable: dict[str, bytes]) -> list[tuple[str, str | None]]:
+    """(gone file, the new file that carries its content or None), for every known file not present.
+    A new file answers for at most one vanished file."""
+    fresh = {name: fingerprint(data) for name, data in readable.items() if name not in known.files}
+    out: list[tuple[str, str | None]] = []
+    for name in sorted(known.files.keys() - set(present)):
+        match = next((n for n, fp in sorted(fresh.items()) if same_file(known.files[name], fp)), None)
+        if match is not None:
+            del fresh[match]
+        out.append((name, match))
+    return out
+
+
+def listing(directory: Path) -> list[Path] | None:
+    """The memory files in `directory`, or None when it cannot be read (never taken for empty)."""
+    try:
+        return sorted(p for p in directory.iterdir() if p.suffix == ".md" and not p.name.startswith("."))
+    except OSError:
+        return None

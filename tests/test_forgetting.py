@@ -1,0 +1,238 @@
+"""Deleted and renamed memory files are evidence too: the end-of-session rescan (real Stop hook
+processes, `kgbridge flush`) sends a tombstone for a file that is gone and a move for a renamed one,
+through the drop directory (the real watcher) and HTTP (a real server socket); the graph withdraws,
+re-keys or restores, the projection follows, and a rebuild from the archive gives the same graph."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+import httpx
+import pytest
+
+from conftest import graph_snapshot
+from support.bridge_env import BridgeEnv, wait_for
+from support.fuse_helpers import requires_fuse, unmount
+from support.server_proc import ServerProcess
+from ontology import queries
+from ontology.ingest import Ontology
+from projection.view import ProjectionView
+
+DEPLOY = "---\nname: deploy-day\ndescription: when deploys happen\ntype: project\n---\n- Deploys happen on Tuesdays\n"
+QUEUE = ("---\nname: job-queue\ndescription: how background jobs run\ntype: project\n---\n"
+         "- The job queue uses Celery\n- Workers restart every night\n- Retries back off exponentially\n")
+
+
+class Stack:
+    """A bridge whose backend is a real `kgbridge serve`: over its drop directory or its HTTP socket."""
+
+    def __init__(self, tmp_path: Path, transport: str) -> None:
+        self.bridge = BridgeEnv(tmp_path).setup()
+        self.transport = transport
+        # Over HTTP the backend keeps its graph elsewhere: the bridge reaches it by socket only.
+        self.graph_root = self.bridge.root if transport == "dir" else tmp_path / "server-root"
+        self.graph_root.mkdir(exist_ok=True)
+        self.server: ServerProcess | None = None
+        self.env = self.bridge.environ()
+
+    @contextmanager
+    def running(self) -> Iterator["Stack"]:
+        with ServerProcess(self.graph_root) as server:
+            self.server = server
+            if self.transport == "http":
+                self.env = self.bridge.environ(KG_URL=server.url)
+            result = self.bridge.cli("activate", "--transport", self.transport, env=self.env)
+            assert result.returncode == 0, result.stderr
+            yield self
+
+    @property
+    def db(self) -> Path:
+        return self.graph_root / "ontology" / "shop" / "graph.db"
+
+    def rows(self, sql: str, *params: object) -> list[tuple]:
+        if not self.db.exists():
+            return []
+        conn = sqlite3.connect(f"file:{self.db}?mode=ro", uri=True, timeout=10)
+        try:
+            return conn.execute(sql, params).fetchall()
+        except sqlite3.OperationalError:
+            return []  # the schema is not there yet
+        finally:
+            conn.close()
+
+    def artifacts(self) -> int:
+        return len(self.rows("SELECT 1 FROM artifacts"))
+
+    def stop_hook(self, *, settle_on: int) -> None:
+        """A real Stop hook (its detached worker does the rescan); wait until the graph holds `settle_on`
+        artifacts. On a loaded machine detection may miss its 300 ms budget and keep the artifacts in the
+        outbox: the next Stop delivers them, as in a real session."""
+        for _ in range(3):
+            assert self.bridge.hook(self.bridge.event("Stop"), env=self.env).returncode == 0
+            if wait_for(lambda: self.artifacts() >= settle_on, timeout=10):
+                return
+            (self.bridge.state / "shop" / "detect.json").unlink(missing_ok=True)
+        raise AssertionError(self.rows("SELECT filename, kind FROM artifacts"))
+
+    def flush(self, *, settle_on: int) -> None:
+        result = self.bridge.cli("flush", env=self.env)
+        assert result.returncode == 0, result.stderr
+        assert wait_for(lambda: self.artifacts() >= settle_on, timeout=30), self.rows("SELECT filename, kind FROM artifacts")
+
+    def memory_md(self) -> str:
+        assert self.server is not None
+        response = httpx.get(f"{self.server.url}/ontologies/shop/memory", timeout=10)
+        assert response.status_code == 200
+        return response.text
+
+    def claim(self, text: str) -> tuple[str, int, int]:
+        rows = self.rows("SELECT status, n_for, n_against FROM assertions WHERE text=?", text)
+        assert len(rows) == 1, rows
+        return rows[0]
+
+    def sources(self) -> list[tuple[str, str | None]]:
+        return self.rows("SELECT identity, deleted_at FROM sources ORDER BY identity")
+
+
+def rebuild_gives_the_same_graph(root: Path) -> list[str]:
+    """After the server stopped: rebuild from the archive, compare, and return the projected names."""
+    onto = Ontology(root, "shop")
+    try:
+        with onto.reader():
+            pass
+        before = graph_snapshot(onto.paths.database)
+        onto.rebuild()
+        assert graph_snapshot(onto.paths.database) == before
+        return ProjectionView(onto).names()
+    finally:
+        onto.close()
+
+
+def history_of(root: Path, concept: str) -> list[dict[str, object]]:
+    onto = Ontology(root, "shop")
+    try:
+        with onto.reader() as conn:
+            found = queries.concept(conn, concept)
+            assert found is not None
+            return [h for a in found["assertions"] for h in a["history"]]  # type: ignore[union-attr,index]
+    finally:
+        onto.close()
+
+
+@pytest.fixture(params=["dir", "http"])
+def stack(request: pytest.FixtureRequest, tmp_path: Path) -> Stack:
+    return Stack(tmp_path, request.param)
+
+
+def test_a_deleted_memory_file_stops_counting_and_leaves_the_projection(stack: Stack):
+    mem = stack.bridge.memory_dir
+    (mem / "project_deploy.md").write_text(DEPLOY)
+    (mem / "project_queue.md").write_text(QUEUE)
+    with stack.running():
+        stack.stop_hook(settle_on=2)
+        assert stack.claim("Deploys happen on Tuesdays")[1] == 1
+        assert "project_deploy.md" in stack.memory_md()
+        (mem / "project_deploy.md").unlink()
+        stack.stop_hook(settle_on=3)
+        assert wait_for(lambda: stack.claim("Deploys happen on Tuesdays")[1] == 0)
+        assert stack.claim("The job queue uses Celery")[1] == 1, "the other file still counts"
+        memory = stack.memory_md()
+        assert "project_deploy.md" not in memory and "Deploys" not in memory
+        assert "project_queue.md" in memory
+        deleted_at = dict(stack.sources())["memory:shop/project_deploy.md"]
+        assert deleted_at is not None
+    names = rebuild_gives_the_same_graph(stack.graph_root)
+    assert "project_deploy.md" not in names and "project-deploy.md" not in names and "project_queue.md" in names
+    history = history_of(stack.graph_root, "project-deploy")
+    said = [h for h in history if h["text"] == "Deploys happen on Tuesdays"]
+    gone = [h for h in history if h["stance"] == "deleted"]
+    assert said and all(h["stance"] == "for" for h in said), "every earlier version stays in history"
+    assert gone and {h["timestamp"] for h in gone} == {deleted_at}, "history says when it was deleted"
+
+
+def test_a_renamed_memory_file_is_one_source_under_its_new_name(stack: Stack):
+    mem = stack.bridge.memory_dir
+    (mem / "project_queue.md").write_text(QUEUE)
+    with stack.running():
+        stack.flush(settle_on=1)
+        label = stack.claim("The job queue uses Celery")
+        (mem / "project_queue.md").rename(mem / "project_jobs.md")
+        stack.stop_hook(settle_on=2)
+        assert wait_for(lambda: [s for s, _ in stack.sources()] == ["memory:shop/project_jobs.md"]), stack.sources()
+        assert stack.claim("The job queue uses Celery") == label, "one source: the label is what it was"
+        assert "project_jobs.md" in stack.memory_md()
+        # Renamed again with a line added: the same `name:` and most of the body is still a move.
+        (mem / "project_jobs.md").rename(mem / "project_workers.md")
+        (mem / "project_workers.md").write_text(QUEUE + "- Jobs time out after an hour\n")
+        stack.flush(settle_on=3)
+        assert [s for s, _ in stack.sources()] == ["memory:shop/project_workers.md"]
+        assert stack.claim("The job queue uses Celery") == label
+    names = rebuild_gives_the_same_graph(stack.graph_root)
+    assert "project_workers.md" in names
+    assert not {"project_queue.md", "project_jobs.md", "project-queue.md", "project-jobs.md"} & set(names)
+    history = history_of(stack.graph_root, "project-workers")
+    assert {h["source"] for h in history} == {"memory:shop/project_workers.md"}, "history kept under the new name"
+    assert {h["filename"] for h in history} >= {"project_queue.md", "project_workers.md"}
+
+
+def test_a_memory_file_restored_after_deletion_is_its_next_version(stack: Stack):
+    mem = stack.bridge.memory_dir
+    (mem / "project_deploy.md").write_text(DEPLOY)
+    with stack.running():
+        stack.flush(settle_on=1)
+        (mem / "project_deploy.md").unlink()
+        stack.flush(settle_on=2)
+        assert stack.claim("Deploys happen on Tuesdays")[1] == 0
+        (mem / "project_deploy.md").write_text(DEPLOY)  # the very same bytes, back
+        stack.stop_hook(settle_on=3)
+        assert stack.claim("Deploys happen on Tuesdays")[1] == 1
+        assert stack.sources() == [("memory:shop/project_deploy.md", None)]
+        assert stack.rows("SELECT version, kind FROM artifacts ORDER BY version") == [
+            (1, "memory"), (2, "tombstone"), (3, "memory")]
+        assert "project_deploy.md" in stack.memory_md()
+    names = rebuild_gives_the_same_graph(stack.graph_root)
+    assert "project_deploy.md" in names
+
+
+def test_an_unreadable_memory_folder_is_not_taken_for_an_empty_one(tmp_path: Path):
+    stack = Stack(tmp_path, "dir")
+    mem = stack.bridge.memory_dir
+    (mem / "project_deploy.md").write_text(DEPLOY)
+    with stack.running():
+        stack.flush(settle_on=1)
+        mem.rename(mem.with_name("memory.away"))
+        assert stack.bridge.cli("flush", env=stack.env).returncode == 0
+        mem.with_name("memory.away").rename(mem)
+        stack.flush(settle_on=1)
+        assert stack.sources() == [("memory:shop/project_deploy.md", None)]
+        assert stack.artifacts() == 1
+
+
+@requires_fuse
+def test_the_mount_no_longer_shows_a_deleted_file(tmp_path: Path):
+    stack = Stack(tmp_path, "dir")
+    mem = stack.bridge.memory_dir
+    (mem / "project_deploy.md").write_text(DEPLOY)
+    (mem / "project_queue.md").write_text(QUEUE)
+    with stack.running():
+        stack.flush(settle_on=2)
+        (mem / "project_deploy.md").unlink()
+        stack.stop_hook(settle_on=3)
+    at = tmp_path / "view"
+    at.mkdir()
+    result = stack.bridge.cli("mount", "--at", str(at))
+    assert result.returncode == 0, result.stderr
+    try:
+        listed = subprocess.run(["ls", str(at)], capture_output=True, text=True, timeout=30, check=True).stdout.split()
+        memory = subprocess.run(["cat", str(at / "MEMORY.md")], capture_output=True, text=True, timeout=30,
+                                check=True).stdout
+    finally:
+        stack.bridge.cli("unmount", "--at", str(at))
+        unmount(at)
+    assert "project_queue.md" in listed and "project_deploy.md" not in listed and "project-deploy.md" not in listed
+    assert "Deploys" not in memory and "project_queue.md" in memory

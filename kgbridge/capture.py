@@ -120,7 +120,7 @@ def read_artifact(path: Path) -> bytes | None:
 
 def forget_vanished(state: ProjectState, files: list[Path], delivered: set[str], waiting: set[str]) -> set[str]:
     """Queue a tombstone for each memory file delivered before and gone now, or a move when a new
-    file carries its content (docs/adr/0011); remember what the folder holds. Returns the new names a
+    file carries its content (docs/adr/0012); remember what the folder holds. Returns the new names a
     move carries. An outbox that cannot be written leaves the memory of the folder as it was."""
     from ontology.clock import utc_now
 

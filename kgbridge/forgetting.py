@@ -1,7 +1,7 @@
 """Forgetting: what the memory folder held when we last delivered from it, and what is gone since.
 
 A file that vanished is sent as a tombstone; one that vanished while a new file carries its content
-(same bytes, or the same frontmatter `name:` and most of its body) as a move (docs/adr/0011). The
+(same bytes, or the same frontmatter `name:` and most of its body) as a move (docs/adr/0012). The
 folder's last known contents live in `<state>/<slug>/memory-files.json`; an unreadable folder is
 never read as an empty one. Standard library only (the hook imports it).
 """

@@ -18,7 +18,7 @@ class Kind(enum.Enum):
     MEMORY_INDEX = "memory_index"  # MEMORY.md: lines of links, no frontmatter
     LEDGER = "ledger"  # session-ledger entry
     DOCUMENT = "document"  # anything else: generic markdown or text
-    TOMBSTONE = "tombstone"  # a memory file is gone: its source's stances are withdrawn (ADR 0011)
+    TOMBSTONE = "tombstone"  # a memory file is gone: its source's stances are withdrawn (ADR 0012)
 
 
 class Channel(enum.Enum):
@@ -63,4 +63,4 @@ class Artifact:
     description: str | None = None
     memory_type: str | None = None
     notes: tuple[str, ...] = field(default=())  # parse warnings (fallbacks used), kept for provenance
-    moved_from: str | None = None  # a move: the source identity this memory file carried before (ADR 0011)
+    moved_from: str | None = None  # a move: the source identity this memory file carried before (ADR 0012)

@@ -106,7 +106,7 @@ class OntologyPaths(namedtuple("OntologyPaths", "root slug")):
 # Drop-directory names written by the bridge: `<hint>.<sha12>.<original name>`, so the backend can
 # recover the artifact's kind hint and original name (which is part of its source identity). The
 # hints are values of `ontology.artifact.Kind` (not imported: the hook reads this module).
-DROP_KINDS = ("memory", "ledger", "document", "tombstone", "move")  # the last two: docs/adr/0011
+DROP_KINDS = ("memory", "ledger", "document", "tombstone", "move")  # the last two: docs/adr/0012
 DROP_NAME_RE = re.compile(rf"^({'|'.join(DROP_KINDS)})\.([0-9a-f]{{12}})\.(.+)$")
 
 

@@ -77,7 +77,7 @@ class GraphWriter:
 
     def seen(self, identity: str, sha256: str) -> bool:
         """Same source, same bytes: a duplicate. Not while the source stands deleted: a file restored
-        with the bytes it had before its tombstone is its next version (ADR 0011)."""
+        with the bytes it had before its tombstone is its next version (ADR 0012)."""
         return self.conn.execute(
             "SELECT 1 FROM artifacts a JOIN sources s ON s.id=a.source_id WHERE s.identity=? AND a.sha256=? "
             "AND (s.deleted_at IS NULL OR a.kind='tombstone')", (identity, sha256)).fetchone() is not None

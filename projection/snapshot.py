@@ -89,7 +89,7 @@ def memory_snapshot(conn: sqlite3.Connection, ontology: str, limit: int = MAX_LI
     for filename, key in files.items():
         file_of.setdefault(key, filename)
     # A bare hint (no claims, no file) says nothing; nor does a concept whose every claim was withdrawn
-    # (its file deleted: ADR 0011).
+    # (its file deleted: ADR 0012).
     by_key = {r[0]: r for r in rows if r[6] or r[0] in file_of}
 
     def line(key: str) -> ConceptLine:  # built only for what a MEMORY.md can show: 10k clips cost 40 ms

@@ -100,7 +100,7 @@ class ProjectionView:
 
 
 # Concepts with a topic file: a claim still held by some source, or no claims at all (a bare concept);
-# one whose every claim was withdrawn (its memory file deleted, ADR 0011) has nothing left to show.
+# one whose every claim was withdrawn (its memory file deleted, ADR 0012) has nothing left to show.
 STANDING_CONCEPTS = """SELECT c.key FROM concepts c WHERE NOT EXISTS (SELECT 1 FROM assertions a WHERE a.concept_id = c.id)
     OR EXISTS (SELECT 1 FROM assertions a WHERE a.concept_id = c.id AND a.n_pos + a.n_neg > 0) ORDER BY c.key"""
 

@@ -20,6 +20,7 @@ from support.bridge_env import BridgeEnv, wait_for
 from support.fuse_helpers import requires_fuse, unmount
 from support.server_proc import ServerProcess
 from ontology import queries
+from ontology.artifact import Channel
 from ontology.ingest import Ontology
 from projection.view import ProjectionView
 
@@ -236,3 +237,21 @@ def test_the_mount_no_longer_shows_a_deleted_file(tmp_path: Path):
         unmount(at)
     assert "project_queue.md" in listed and "project_deploy.md" not in listed and "project-deploy.md" not in listed
     assert "Deploys" not in memory and "project_queue.md" in memory
+
+
+@pytest.mark.parametrize("name, data, reason", [
+    ("tombstone.0123456789ab.a.md", b"not json", "JSON object"),
+    ("tombstone.0123456789ab.a.md", b'{"kgbridge": "tombstone", "file": "b.md", "at": "2026-11-30T04:00:00Z"}',
+     "names 'b.md'"),
+    ("tombstone.0123456789ab.a.md", b'{"kgbridge": "tombstone", "file": "a.md"}', '"at"'),
+    ("move.0123456789ab.b.md", b'{"kgbridge": "move", "from": "../x.md", "to": "b.md", "at": "t", "content": "- x"}',
+     "invalid filename"),
+    ("move.0123456789ab.b.md", b'{"kgbridge": "tombstone", "file": "b.md", "at": "t"}', '"kgbridge": "move"'),
+])
+def test_a_malformed_tombstone_or_move_is_refused_with_its_reason(tmp_path: Path, name: str, data: bytes, reason: str):
+    onto = Ontology(tmp_path, "shop", create=True)
+    try:
+        result = onto.ingest(name, data, Channel.CLI)
+        assert result.status.value == "rejected" and reason in (result.reason or ""), result
+    finally:
+        onto.close()

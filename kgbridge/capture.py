@@ -311,6 +311,11 @@ def intended_content(tool: str, tool_input: dict, current: str) -> str | None:
     return text
 
 
+def _read_topic(path: Path, timeout: float) -> str:
+    """A projected file's text, read through the mount in a bounded child."""
+    return str(call_bounded(lambda: read_regular(path, MAX_ARTIFACT_BYTES).decode("utf-8"), timeout))
+
+
 def _edited_content(project: Project, target: Path, tool: str, tool_input: dict, timeout: float) -> str | None:
     """What the memory file says after this edit of its projected topic file. The current text is
     read through the mount, so in a bounded child: TimedOut and OSError reach the caller."""
@@ -335,9 +340,19 @@ def apply_pending_edits(project: Project, timeout: float) -> str | None:
     except StateUnusable as exc:
         return str(exc)
     for item in items:
+        kind, content = "memory", None
         try:
             record = json.loads(item.read_bytes())
-            content = _edited_content(project, Path(record["target"]), record["tool"], record["tool_input"], timeout)
+            target = Path(record["target"])
+            if record["tool"] == "mv":  # a rename in the mounted slot: the file's own text, moved
+                kind, source = "move", Path(record["source"])
+                from projection.topic import strip_appendix  # only a rename in the mounted slot pays for it
+
+                topic = _read_topic(source, timeout)
+                moved = (strip_appendix(topic) or topic).encode("utf-8")
+                content = forgetting.move(source.name, target.name, moved, record["at"]).decode("utf-8")
+            else:
+                content = _edited_content(project, target, record["tool"], record["tool_input"], timeout)
         except TimedOut as exc:
             return f"projection did not answer: {exc}"
         except (OSError, ValueError, KeyError, TypeError) as exc:
@@ -345,7 +360,7 @@ def apply_pending_edits(project: Project, timeout: float) -> str | None:
             content = None
         try:
             if content is not None:
-                enqueue(state, "memory", Path(record["target"]).name, content.encode("utf-8"))
+                enqueue(state, kind, target.name, content.encode("utf-8"))
             item.unlink(missing_ok=True)
         except OSError as exc:
             return f"cannot queue a pending edit: {exc.strerror or exc}"
@@ -395,6 +410,69 @@ def redirect_write(payload: dict, project: Project, deadline: float) -> dict | N
                  f"the topic files show the result (also MCP kg_search / kg_concept).")
 
 
+# `rm` and `mv` of memory files, as an agent's shell runs them: one simple command, no shell syntax.
+_SHELL_SYNTAX = frozenset({";", "&&", "||", "|", "&", ">", ">>", "<", "(", ")"})
+
+
+def _removal(command: str, cwd: Path) -> tuple[str, list[Path]] | None:
+    """("rm", targets) or ("mv", [source, destination]) for a plain `rm`/`mv` of files, else None."""
+    import shlex  # lazily: only a Bash call on a mounted memory slot pays for it
+
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    if not words or words[0] not in ("rm", "mv") or _SHELL_SYNTAX & set(words) or \
+            any(ch in command for ch in "$`*?"):
+        return None
+    paths = [cwd / w for w in words[1:] if not w.startswith("-")]
+    if words[0] == "mv" and len(paths) != 2:
+        return None
+    return (words[0], paths) if paths else None
+
+
+def redirect_removal(payload: dict, project: Project, deadline: float) -> dict | None:
+    """PreToolUse: an `rm` or `mv` of files in the mounted memory slot. The mount is read-only, so the
+    command would fail with EROFS; instead the deletion becomes a tombstone and the rename a move
+    (docs/adr/0012), and the agent is told so."""
+    tool_input = payload.get("tool_input") or {}
+    command = tool_input.get("command") if isinstance(tool_input, dict) else None
+    memory_dir = project.memory_dir
+    if payload.get("tool_name") != "Bash" or not isinstance(command, str) or not projection_mounted(memory_dir):
+        return None
+    parsed = _removal(command, Path(payload.get("cwd") or os.getcwd()))
+    if parsed is None or not all(_inside(p, memory_dir) and p.suffix == ".md" for p in parsed[1]) or vetoed(project):
+        return None
+    from ontology.clock import utc_now
+
+    verb, paths = parsed
+    state, at = ProjectState(project.slug), utc_now()
+    if verb == "rm":
+        items = [("tombstone", p.name, forgetting.tombstone(p.name, at)) for p in paths]
+        said = f"Recorded as deleted in kgbridge: {', '.join(p.name for p in paths)}. Its claims stop counting " \
+               f"and it leaves MEMORY.md; its history (`kgbridge show`) keeps what it said."
+    else:
+        # The file's text is read through the mount, which the hook never waits on: the worker does it.
+        source, target = paths
+        try:
+            state.put_edit({"tool": "mv", "source": str(source), "target": str(target), "at": at})
+        except OSError as exc:
+            return _deny(f"Not renamed: kgbridge's outbox cannot be written ({exc.strerror or exc}); retry later.")
+        spawn_worker(str(project.root), Harness.CLAUDE)
+        return _deny(f"Recorded as renamed in kgbridge: {source.name} is now {target.name} (one source, its "
+                     f"history kept). This memory directory is kgbridge's read-only projection, so the files "
+                     f"themselves are not touched; the projection shows the change once it is ingested.")
+    drop_dir, delivered = local_drop_dir(project), state.delivered()
+    outcomes = {hand_over(state, drop_dir, kind, name, data, delivered) for kind, name, data in items}
+    if Outcome.UNSAVED in outcomes:
+        return _deny("Not recorded: kgbridge's outbox cannot be written (see `kgbridge status`). This memory "
+                     "directory is kgbridge's read-only projection; retry once the state directory is fixed.")
+    if Outcome.OUTBOX in outcomes:
+        spawn_worker(str(project.root), Harness.CLAUDE)
+    return _deny(f"{said} This memory directory is kgbridge's read-only projection, so the files themselves "
+                 f"are not touched; the projection shows the change once it is ingested.")
+
+
 def _deny(reason: str) -> dict:
     return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
                                    "permissionDecisionReason": reason}}
@@ -408,7 +486,7 @@ def handle(payload: dict, harness: str, deadline: float) -> dict | None:
         return None
     project = resolve(cwd)
     if event == "PreToolUse":
-        return redirect_write(payload, project, deadline)
+        return redirect_write(payload, project, deadline) or redirect_removal(payload, project, deadline)
     if event == "PostToolUse":
         memory_dirs = [] if projection_mounted(project.memory_dir) else [project.memory_dir]
         if harness == Harness.CODEX:

@@ -65,7 +65,7 @@ class ProjectionFS(Operations):
             return []
 
     def _host_stat(self, name: str) -> os.stat_result | None:
-        if self.host_fd is None or "/" in name:
+        if self.host_fd is None or "/" in name or name in self.view.forgotten():
             return None
         try:
             st = os.stat(name, dir_fd=self.host_fd, follow_symlinks=False)

@@ -29,6 +29,7 @@ class ProjectionView:
         self._files: dict[str, str] = {}  # memory file name -> concept key
         self._file_of: dict[str, str] = {}  # concept key -> its memory file's name (first by name)
         self._keys: list[str] = []  # concepts without a memory file of their own
+        self._forgotten: set[str] = set()
         self._cache: dict[str, bytes] = {}
         self._last_stamp: tuple[object, ...] = ()
 
@@ -53,6 +54,7 @@ class ProjectionView:
                 self._file_of.setdefault(key, name)
             self._keys = [r[0] for r in conn.execute(STANDING_CONCEPTS)
                           if r[0] not in self._file_of and f"{r[0]}.md" not in self._files]
+            self._forgotten = {r[0] for r in conn.execute(FORGOTTEN_FILES)}
             self._cache = {}
 
     def _fresh(self) -> bool:
@@ -62,6 +64,15 @@ class ProjectionView:
             return True
         self._last_stamp = stamp
         return False
+
+    def forgotten(self) -> frozenset[str]:
+        """Memory files the graph had and no longer shows (deleted or renamed away, ADR 0012): a mount's
+        overlay hides a host file so named, which is still on the disk underneath the read-only mount."""
+        with self._lock:
+            if not self._fresh():
+                with self.ontology.reader() as conn:
+                    self._refresh(conn)
+            return frozenset(self._forgotten)
 
     def names(self) -> list[str]:
         with self._lock:
@@ -103,6 +114,10 @@ class ProjectionView:
 # one whose every claim was withdrawn (its memory file deleted, ADR 0012) has nothing left to show.
 STANDING_CONCEPTS = """SELECT c.key FROM concepts c WHERE NOT EXISTS (SELECT 1 FROM assertions a WHERE a.concept_id = c.id)
     OR EXISTS (SELECT 1 FROM assertions a WHERE a.concept_id = c.id AND a.n_pos + a.n_neg > 0) ORDER BY c.key"""
+
+
+FORGOTTEN_FILES = """SELECT DISTINCT a.filename FROM artifacts a JOIN sources s ON s.id = a.source_id
+    WHERE a.kind IN ('memory', 'tombstone') AND a.filename NOT IN (SELECT filename FROM memory_files)"""
 
 
 def materialize(view: ProjectionView, target: Path) -> list[str]:

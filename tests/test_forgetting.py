@@ -255,3 +255,72 @@ def test_a_malformed_tombstone_or_move_is_refused_with_its_reason(tmp_path: Path
         assert result.status.value == "rejected" and reason in (result.reason or ""), result
     finally:
         onto.close()
+
+
+def _bash(bridge: BridgeEnv, command: str) -> dict[str, object]:
+    payload = {"session_id": "s1", "cwd": str(bridge.project), "hook_event_name": "PreToolUse",
+               "tool_name": "Bash", "tool_input": {"command": command}}
+    result = bridge.hook(payload)
+    assert result.returncode == 0
+    return json.loads(result.stdout)["hookSpecificOutput"]
+
+
+def _ingest_drops(bridge: BridgeEnv) -> None:
+    """What the watcher does with the drops (as in test_projection_identity)."""
+    onto = Ontology(bridge.root, "shop")
+    try:
+        for drop in sorted(bridge.ingest.iterdir()):
+            if not drop.name.startswith("."):
+                assert onto.ingest(drop.name, drop.read_bytes(), Channel.DROP).status.value != "rejected"
+                drop.unlink()
+    finally:
+        onto.close()
+
+
+@requires_fuse
+def test_rm_and_mv_through_the_mount_become_a_tombstone_and_a_move(tmp_path: Path):
+    bridge = BridgeEnv(tmp_path).setup()
+    assert bridge.cli("activate").returncode == 0
+    (bridge.memory_dir / "project_deploy.md").write_text(DEPLOY)
+    (bridge.memory_dir / "project_queue.md").write_text(QUEUE)
+    result = bridge.cli("mount")
+    assert result.returncode == 0, result.stderr
+    try:
+        mem = bridge.memory_dir
+        assert {"project_deploy.md", "project_queue.md"} <= set(subprocess.run(
+            ["ls", str(mem)], capture_output=True, text=True, timeout=30, check=True).stdout.split())
+        decision = _bash(bridge, f"rm {mem / 'project_deploy.md'}")
+        assert decision["permissionDecision"] == "deny" and "deleted" in decision["permissionDecisionReason"]
+        decision = _bash(bridge, f"mv -f {mem / 'project_queue.md'} {mem / 'project_jobs.md'}")
+        assert "project_jobs.md" in decision["permissionDecisionReason"]
+        assert _bash_passes(bridge, f"rm {mem / 'project_deploy.md'} && echo done"), "shell syntax is left alone"
+        assert wait_for(lambda: not list((bridge.state / "shop" / "edits").iterdir()), timeout=30), "the worker moved it"
+        assert wait_for(lambda: len([p for p in bridge.ingest.iterdir() if not p.name.startswith(".")]) == 2,
+                        timeout=30)
+        _ingest_drops(bridge)
+        listed = subprocess.run(["ls", str(mem)], capture_output=True, text=True, timeout=30, check=True).stdout.split()
+        assert "project_deploy.md" not in listed and "project_queue.md" not in listed and "project_jobs.md" in listed
+        topic = subprocess.run(["cat", str(mem / "project_jobs.md")], capture_output=True, text=True, timeout=30,
+                               check=True).stdout
+        assert topic.startswith(QUEUE), "the renamed file's own text, not the appendix twice"
+    finally:
+        bridge.cli("unmount")
+        unmount(bridge.memory_dir)
+    onto = Ontology(bridge.root, "shop")
+    try:
+        with onto.reader() as conn:
+            sources = dict(conn.execute("SELECT identity, deleted_at FROM sources").fetchall())
+            counts = dict(conn.execute("SELECT text, n_for FROM assertions").fetchall())
+    finally:
+        onto.close()
+    assert sources["memory:shop/project_deploy.md"] is not None
+    assert "memory:shop/project_queue.md" not in sources and sources["memory:shop/project_jobs.md"] is None
+    assert counts["Deploys happen on Tuesdays"] == 0 and counts["The job queue uses Celery"] == 1
+    rebuild_gives_the_same_graph(bridge.root)
+
+
+def _bash_passes(bridge: BridgeEnv, command: str) -> bool:
+    payload = {"session_id": "s1", "cwd": str(bridge.project), "hook_event_name": "PreToolUse",
+               "tool_name": "Bash", "tool_input": {"command": command}}
+    result = bridge.hook(payload)
+    return result.returncode == 0 and not result.stdout.strip()

@@ -22,8 +22,9 @@ from kgbridge.bounded import TimedOut, call_bounded, detach, read_regular
 from kgbridge.deliver import DrainReport, Outcome, SendOutcome, drain, enqueue, registry_key, send, write_drop
 from kgbridge.detect import Detection, Transport, backend_token, behind_fuse, detect
 from kgbridge.project import Harness, Project, codex_memories, resolve, vetoed
-from kgbridge.state import ProjectState, StateUnusable, state_root
-from ontology.layout import MAX_ARTIFACT_BYTES, drop_name, knowledge_root, memory_source, ontology_paths
+from kgbridge.state import Delivered, ProjectState, StateUnusable, state_root
+from ontology.layout import (MAX_ARTIFACT_BYTES, drop_name, knowledge_root, memory_source, ontology_paths,
+                             split_drop_name)
 from projection.mounts import fuse_mounts
 
 # Reading a topic file through a healthy projection mount takes milliseconds; the worker and
@@ -118,7 +119,7 @@ def read_artifact(path: Path) -> bytes | None:
         return None
 
 
-def forget_vanished(state: ProjectState, files: list[Path], delivered: set[str], waiting: set[str]) -> set[str]:
+def forget_vanished(state: ProjectState, files: list[Path], delivered: Delivered, waiting: set[str]) -> set[str]:
     """Queue a tombstone for each memory file delivered before and gone now, or a move when a new
     file carries its content (docs/adr/0012); remember what the folder holds. Returns the new names a
     move carries. An outbox that cannot be written leaves the memory of the folder as it was."""
@@ -175,7 +176,9 @@ def rescan(project: Project, detection: Detection, harness: str = Harness.CLAUDE
     with state.lock():
         try:
             first = drain(state, detection)
-            waiting = {item.drop_name for item in state.outbox_items()}
+            # the last waiting version of each file: an older one waiting ahead of it is not the file now
+            newest = {split_drop_name(item.drop_name)[1]: item.drop_name for item in state.outbox_items()}
+            waiting = set(newest.values())
         except StateUnusable as exc:
             first, waiting = DrainReport(0, 0, 0, str(exc)), set()
         delivered = state.delivered()
@@ -232,7 +235,7 @@ def local_drop_dir(project: Project) -> Path | None:
 
 
 def hand_over(state: ProjectState, drop_dir: Path | None, kind: str, name: str, data: bytes,
-              delivered: set[str]) -> Outcome:
+              delivered: Delivered) -> Outcome:
     """The hook's delivery: dropped locally when nothing waits ahead of it, else queued for the
     worker; UNSAVED (logged) when the outbox cannot be written: the next rescan reads the file again."""
     key = registry_key(kind, data, name)

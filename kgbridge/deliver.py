@@ -1,9 +1,10 @@
 """Deliver artifacts to the knowledge graph, verbatim, through the outbox; drain it in arrival order.
 
 Invariants: nothing is lost (an artifact is delivered, waiting in the outbox, refused with the
-backend's answer in `refused/`, or not ours to send); nothing is sent twice (the registry keys on
-kind + content hash + name); a permanent refusal never blocks the items behind it, a transient
-failure stops the drain so order holds; no send outlives its bound (kgbridge.bounded).
+backend's answer in `refused/`, or not ours to send); nothing is sent twice in a row (the registry
+keeps the last kind + content hash per name, so a revert is sent again); a permanent refusal never
+blocks the items behind it, a transient failure stops the drain so order holds; no send outlives its
+bound (kgbridge.bounded).
 Standard library only (the hook imports it).
 """
 
@@ -19,7 +20,7 @@ from pathlib import Path
 
 from kgbridge.bounded import TimedOut, alarm, call_bounded
 from kgbridge.detect import Detection, Transport, backend_token, behind_fuse
-from kgbridge.state import OutboxItem, ProjectState
+from kgbridge.state import Delivered, OutboxItem, ProjectState
 from ontology.atomic import atomic_write  # stdlib-only modules
 from ontology.layout import drop_name, split_drop_name
 
@@ -145,7 +146,7 @@ def send(detection: Detection, slug: str, dropped: str, data: bytes, *, token: s
     return Attempt(SendOutcome.RETRY, {"error": f"backend {detection.state}: {detection.reason}"})
 
 
-def enqueue(state: ProjectState, kind: str, name: str, data: bytes, delivered: set[str] | None = None,
+def enqueue(state: ProjectState, kind: str, name: str, data: bytes, delivered: Delivered | None = None,
             waiting: set[str] | None = None) -> bool:
     """Put one artifact at the end of the outbox unless it is settled or already waiting; True when
     added. Raises OSError when the outbox cannot be written (the caller says so)."""

@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
-from kgbridge.state import ProjectState, read_json
+from kgbridge.state import Delivered, ProjectState, read_json
 from ontology.atomic import atomic_write
 
 # "Most of its body": more than half of the longer body's distinct lines are in the other one.
@@ -73,7 +73,7 @@ class KnownFiles:
         atomic_write(self.path, json.dumps(self.files, sort_keys=True).encode())
 
 
-def memory_keys(delivered: set[str], filename: str) -> list[str]:
+def memory_keys(delivered: Delivered, filename: str) -> list[str]:
     """The delivered-registry keys of every version of one memory file (kgbridge.deliver.registry_key)."""
     suffix = ":" + base64.urlsafe_b64encode(filename.encode()).decode()
     return [k for k in delivered if k.startswith("memory:") and k.endswith(suffix)]

@@ -83,6 +83,45 @@ def _listing(directory: Path) -> list[str]:
         raise StateUnusable(exc.errno, f"cannot list {directory}: {exc.strerror}") from None
 
 
+class Delivered:
+    """The delivered registry as read: the last key settled per (kind, file name). A key counts as
+    settled only while it is its file's last one, so content that comes back (an edit A -> B -> A)
+    is sent again as the file's newest version. Keys are `<kind>:<sha256>:<name>` (deliver.registry_key)."""
+
+    def __init__(self, lines: list[str] | None = None) -> None:
+        self._last: dict[str, str] = {}
+        for line in lines or ():  # a `-<key>` line forgets one (a tombstone sent for its file)
+            if line.startswith("-"):
+                self.discard(line[1:])
+            else:
+                self.add(line)
+
+    @staticmethod
+    def _file(key: str) -> str:
+        kind, _, rest = key.partition(":")
+        return f"{kind}:{rest.partition(':')[2]}"
+
+    def add(self, key: str) -> None:
+        self._last[self._file(key)] = key
+
+    def discard(self, key: str) -> None:
+        if self._last.get(self._file(key)) == key:
+            del self._last[self._file(key)]
+
+    def difference_update(self, keys: list[str]) -> None:
+        for key in keys:
+            self.discard(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self._last.values()))
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and self._last.get(self._file(key)) == key
+
+    def __len__(self) -> int:
+        return len(self._last)
+
+
 class ProjectState:
     """State of one slug. Paths only; nothing is created until written."""
 
@@ -112,19 +151,13 @@ class ProjectState:
 
     # -- delivered registry (delivered or refused: either way settled, never sent again) -----------
 
-    def delivered(self) -> set[str]:
-        """Keys delivered, in log order: a `-<key>` line forgets one (a tombstone sent for its file)."""
+    def delivered(self) -> Delivered:
+        """The registry in log order (the order things reached the backend): last key per file; a
+        `-<key>` line forgets one (a tombstone sent for its file)."""
         try:
-            lines = self.delivered_log.read_text(encoding="utf-8").split()
+            return Delivered(self.delivered_log.read_text(encoding="utf-8").split())
         except (OSError, UnicodeDecodeError):
-            return set()
-        keys: set[str] = set()
-        for line in lines:
-            if line.startswith("-"):
-                keys.discard(line[1:])
-            else:
-                keys.add(line)
-        return keys
+            return Delivered()
 
     def _append(self, lines: list[str]) -> None:
         self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)

@@ -76,11 +76,13 @@ class GraphWriter:
         self.near = NearDuplicateIndex(conn)
 
     def seen(self, identity: str, sha256: str) -> bool:
-        """Same source, same bytes: a duplicate. Not while the source stands deleted: a file restored
-        with the bytes it had before its tombstone is its next version (ADR 0012)."""
-        return self.conn.execute(
-            "SELECT 1 FROM artifacts a JOIN sources s ON s.id=a.source_id WHERE s.identity=? AND a.sha256=? "
-            "AND (s.deleted_at IS NULL OR a.kind='tombstone')", (identity, sha256)).fetchone() is not None
+        """A duplicate: the same bytes as the source's newest version. Older bytes coming back (an edit
+        A -> B -> A, a file restored after its tombstone, ADR 0012) are its next version, so the graph
+        follows the file."""
+        row = self.conn.execute(
+            "SELECT a.sha256 FROM artifacts a JOIN sources s ON s.id=a.source_id WHERE s.identity=? "
+            "ORDER BY a.id DESC LIMIT 1", (identity,)).fetchone()
+        return row is not None and row[0] == sha256
 
     @contextmanager
     def transaction(self) -> Iterator[None]:

@@ -295,3 +295,44 @@ def test_memory_delivery_path_imports_nothing_heavy():
     assert "kgbridge.capture" in loaded
     assert not loaded & {"dataclasses", "inspect", "typing", "ontology.artifact", "ontology.archive",
                          "ontology.parse", "sqlite3", "urllib.request"}, sorted(loaded)
+
+
+def _consume_drops(root: Path) -> None:
+    """What the backend's watcher does with the drop directory: ingest in arrival order, then remove."""
+    from ontology.ingest import Ontology
+
+    ontology = Ontology(root, "shop")
+    for path in sorted(drops(root / "ontology" / "shop" / "ingest"), key=lambda p: p.stat().st_mtime_ns):
+        ontology.ingest_path(path)
+        path.unlink()
+
+
+def _graph_text(root: Path, filename: str) -> str | None:
+    import sqlite3
+    conn = sqlite3.connect(f"file:{root / 'ontology' / 'shop' / 'graph.db'}?mode=ro", uri=True)
+    try:
+        row = conn.execute("SELECT text FROM memory_files WHERE filename=?", (filename,)).fetchone()
+    finally:
+        conn.close()
+    return row[0] if row else None
+
+
+@pytest.mark.parametrize("backend_away", [False, True], ids=["dropped", "outbox"])
+def test_an_edit_reverted_is_delivered_again(active, backend_away):
+    """A -> B -> A: the graph must end at A, as the file does (never worse than the memory folder)."""
+    path = active.memory_dir / "deploy-target.md"
+    first = "---\nname: deploy-target\ndescription: where we deploy\ntype: project\n---\nWe deploy to staging.\n"
+    second = first.replace("staging", "production")
+    away = active.base / "Knowledge-away"
+    for text in (first, second, first):
+        if backend_away:
+            active.root.rename(away)
+        path.write_text(text)
+        result = active.hook(active.post_tool_use(path))
+        assert (result.returncode, result.stdout) == (0, b"")
+        if backend_away:
+            away.rename(active.root)
+            assert active.cli("flush").returncode == 0
+        _consume_drops(active.root)
+        assert _graph_text(active.root, path.name) == text
+    assert _artifacts(active.root) == 3

@@ -133,6 +133,9 @@ class Ontology:
         self._thread_lock = threading.Lock()
         self._file_lock = FileLock(str(self.paths.lock))
         self._writer: GraphWriter | None = None
+        # (source, sha256) archived but never acknowledged (the commit failed; a reopen replayed them):
+        # the sender retries those, and a retry is a duplicate even after a newer version came.
+        self._unacknowledged: set[tuple[str, str]] = set()
         self._writer_identity: tuple[int, int] | None = None
         self._queue: list[_Ticket] = []  # single artifacts waiting for the writer (group commit)
         self._queue_lock = threading.Lock()
@@ -177,7 +180,7 @@ class Ontology:
                 conn = connect(self.paths.database)
             writer = GraphWriter(conn)
             try:
-                self._replay(writer, writer.applied_log_offset())
+                self._replay(writer, writer.applied_log_offset(), self._unacknowledged)
             except BaseException:
                 writer.conn.close()
                 raise
@@ -352,7 +355,9 @@ class Ontology:
             for item in batch:
                 artifact = item.artifact
                 try:
-                    if writer.seen(artifact.source_identity, item.sha256):  # also sees this batch's own rows
+                    key = (artifact.source_identity, item.sha256)
+                    if key in self._unacknowledged or writer.seen(*key):  # also sees this batch's own rows
+                        self._unacknowledged.discard(key)
                         out.append((item, IngestResult(Status.DUPLICATE, artifact.filename, item.sha256,
                                                        kind=artifact.kind.value)))
                         continue
@@ -417,9 +422,10 @@ class Ontology:
         finally:
             conn.close()
 
-    def _replay(self, writer: GraphWriter, start: int) -> int:
+    def _replay(self, writer: GraphWriter, start: int, applied_keys: set[tuple[str, str]] | None = None) -> int:
         """Apply archive log entries from byte `start` that the graph lacks, BATCH_SIZE per
-        transaction; returns how many were applied. Replaying an applied entry is a no-op."""
+        transaction; returns how many were applied (their (source, sha256) go to `applied_keys`).
+        Replaying an applied entry is a no-op."""
         applied = 0
         entries = self.archive.entries(start)
         while chunk := list(itertools.islice(entries, BATCH_SIZE)):
@@ -429,6 +435,8 @@ class Ontology:
                     if artifact is not None and not writer.seen(artifact.source_identity, entry.sha256):
                         writer.apply(artifact, extract(artifact), entry.channel, entry.received_at)
                         applied += 1
+                        if applied_keys is not None:
+                            applied_keys.add((artifact.source_identity, entry.sha256))
                 writer.record_log_offset(chunk[-1][1])
         if applied:
             log.info("ontology %s: applied %d archived artifacts the graph lacked", self.slug, applied)

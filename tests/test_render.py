@@ -176,3 +176,25 @@ def test_memory_with_a_host_index_stays_within_budget(n_feedback, n_project, hoo
     assert text.splitlines()[-1].startswith("_Not shown:")
     if len(index.encode()) + 2000 < MAX_BYTES and len(index.splitlines()) + 20 < MAX_LINES:
         assert all(f"](feedback_{i}.md)" in text for i in range(n_feedback))
+
+
+def test_sources_are_shown_as_their_files_are_named(root):
+    """A mixed-case file name reaches the Disputed line and the evidence appendix as the author wrote it."""
+    from conftest import memory
+    from ontology.artifact import Channel
+    from ontology.ingest import Ontology
+    from projection.snapshot import memory_snapshot, memory_topic
+    from projection.topic import render_memory_topic
+
+    onto = Ontology(root, "shop", create=True)
+    onto.ingest_many([("Project_Deploy.md", memory("deploy", "how we deploy", "- cache 1: redis"), Channel.CLI),
+                      ("Ops_Notes.md", memory("ops", "operations notes", "- cache 1: memcached"), Channel.CLI)])
+    with onto.reader() as conn:
+        text = render_memory(memory_snapshot(conn, "shop"))
+        topic = memory_topic(conn, "Project_Deploy.md")
+    onto.close()
+    disputed = text.split("## Disputed", 1)[1]
+    assert "Project_Deploy.md" in disputed and "Ops_Notes.md" in disputed, disputed
+    assert topic is not None
+    appendix = render_memory_topic(topic).rsplit("---", 1)[-1]
+    assert "Ops_Notes.md" in appendix and "ops_notes.md" not in appendix, appendix

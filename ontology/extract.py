@@ -17,6 +17,7 @@ from ontology.artifact import Artifact, Kind
 from ontology.claims import (BULLET_RE, MD_LINK_RE, NOT_CLAIMS, WIKILINK_RE, LineClassifier, LineKind, is_link_list,
                              label_of, strip_bullet)
 from ontology.normalize import Proposition, clean_markup, fact_proposition, proposition
+from ontology.removals import IdentifierStance, identifier_stances
 
 # Statements longer than this are prose dumps, not claims; shorter than this are fragments.
 MAX_STATEMENT_CHARS = 400
@@ -64,6 +65,7 @@ class Statement:
     proposition: Proposition
     concept: str  # fallback concept key
     mentions: tuple[str, ...] = ()  # concept keys named in the statement, in order; first known wins
+    identifiers: tuple[tuple[str, IdentifierStance], ...] = ()  # declared removed / named in use (ADR 0009)
 
 
 @dataclass(frozen=True)
@@ -197,11 +199,12 @@ def _statements(units: list[tuple[str | None, str]], fixed_concept: str | None, 
         if len(out) >= MAX_STATEMENTS:
             return out, True
         text, prop = parsed
+        identifiers = identifier_stances(text, prop.polarity)
         if fixed_concept is not None:
-            out.append(Statement(text, prop, fixed_concept))
+            out.append(Statement(text, prop, fixed_concept, identifiers=identifiers))
         else:
             concept = concept_key(section) if section else default
-            out.append(Statement(text, prop, concept, _mentions(unit)))
+            out.append(Statement(text, prop, concept, _mentions(unit), identifiers))
     return out, False
 
 

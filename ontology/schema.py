@@ -12,11 +12,12 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TypeVar
 
-SCHEMA_VERSION = 10  # 2: lsh is WITHOUT ROWID; 3: 15x4 LSH bands; 4: subsets (exact short near-dups);
+SCHEMA_VERSION = 11  # 2: lsh is WITHOUT ROWID; 3: 15x4 LSH bands; 4: subsets (exact short near-dups);
 # 5: evidence aggregates kept by delta (ontology/aggregate.py); 6: trigram indexes for CJK search
 # 7: memory_files (newest text of each memory file and of the index, for the projection)
 # 8: source identities fold NFC/NFD and case of file names; 9: NFC only, case kept (layout.name_key)
 # 10: sources.deleted_at (tombstones); one source may see the same bytes again after one (ADR 0012)
+# 11: identifier_stances (identifiers each source declares removed or names in use, ADR 0009)
 # A writer holding the lock is normal (one artifact at a time); wait for it rather than fail.
 BUSY_TIMEOUT_MS = 30_000
 WAL_AUTOCHECKPOINT_PAGES = 16_384
@@ -88,6 +89,13 @@ CREATE TABLE IF NOT EXISTS slots(slot TEXT PRIMARY KEY, w_claim INTEGER NOT NULL
   WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS slot_values(slot TEXT NOT NULL, value TEXT NOT NULL, w_only INTEGER NOT NULL,
   n_only INTEGER NOT NULL, PRIMARY KEY(slot, value)) WITHOUT ROWID;
+-- Per identifier, each source's current word on it: -1 declared removed, +1 named in use, with the
+-- statement's text, artifact and concept. Consulted in both directions, so a removal ingested after
+-- a mention still pairs with it; only identifiers some source removes become assertions (ADR 0009).
+CREATE TABLE IF NOT EXISTS identifier_stances(
+  ident TEXT NOT NULL, source_id INTEGER NOT NULL, stance INTEGER NOT NULL, artifact_id INTEGER NOT NULL,
+  concept_id INTEGER NOT NULL, text TEXT NOT NULL, PRIMARY KEY(ident, source_id)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS identifier_stances_source ON identifier_stances(source_id);
 CREATE TABLE IF NOT EXISTS relations(
   src TEXT NOT NULL, dst TEXT NOT NULL, kind TEXT NOT NULL, source_id INTEGER NOT NULL,
   PRIMARY KEY(src, dst, kind, source_id)) WITHOUT ROWID;

@@ -28,6 +28,8 @@ from ontology.neardup import NearDuplicateIndex
 # Which concept owns an assertion that several concepts state: a memory file over a document over a
 # ledger section, so a topic file shows what its own memory says.
 _OWNER_RANK = {"section": 1, "ledger": 1, "document": 2}
+# Key prefix of the derived "`x` is in use" assertions: no extracted proposition key starts with it.
+_IN_USE_KEY = "\x00in-use\x00"
 
 
 @dataclass(frozen=True)
@@ -152,8 +154,11 @@ class GraphWriter:
         return Applied(artifact_id, version, True, 0, len(touched))
 
     def _withdraw(self, source_id: int, artifact_id: int, ts: str) -> set[int]:
+        _, others = self._identifier_stances(source_id, artifact_id, {}, ts, additive=False)  # its words go too
         held = self._held(source_id)
         touched = self.set_stances(source_id, artifact_id, ts, dict.fromkeys(held), held=held)
+        for other, changes in sorted(others.items()):
+            touched |= self.set_stances(other, self._last_artifact(other), ts, changes)
         self.conn.execute("UPDATE sources SET current_artifact=?, current_ts=max(coalesce(current_ts, ?), ?), "
                           "deleted_at=? WHERE id=?", (artifact_id, ts, ts, ts, source_id))
         self.conn.execute("DELETE FROM relations WHERE source_id=?", (source_id,))
@@ -196,10 +201,19 @@ class GraphWriter:
             for decl in extraction.concepts:  # ledger and document sections appear only when used
                 self._upsert_concept(decl, ts)
         observed: dict[int, tuple[int, str]] = {}
+        identifiers: dict[str, tuple[int, str, int]] = {}
         for statement in extraction.statements:
             concept_id = self._resolve_concept(statement, extraction, ts)
             assertion_id = self._assertion_for(statement, concept_id, ts)
             observed[assertion_id] = (statement.proposition.polarity, statement.text)  # last word wins
+            for ident, stance in statement.identifiers:  # a removal outweighs the source's own mentions
+                if ident not in identifiers or stance < identifiers[ident][0]:
+                    identifiers[ident] = (int(stance), statement.text, concept_id)
+        others: dict[int, dict[int, tuple[int, str] | None]] = {}
+        if current:
+            derived, others = self._identifier_stances(source_id, artifact_id, identifiers, ts,
+                                                       additive=artifact.kind is Kind.LEDGER)
+            observed.update(derived)
         conn.executemany("INSERT INTO stance_history(assertion_id, source_id, artifact_id, stance, text, timestamp)"
                          " VALUES(?,?,?,?,?,?)", [(assertion_id, source_id, artifact_id, stance, text, ts)
                                                   for assertion_id, (stance, text) in observed.items()])
@@ -208,6 +222,8 @@ class GraphWriter:
         if current:
             touched = self._replace_stances(source_id, artifact_id, observed, ts,
                                             additive=artifact.kind is Kind.LEDGER)
+            for other, changes in sorted(others.items()):  # the other source's word, from its current artifact
+                touched |= self.set_stances(other, self._last_artifact(other), ts, changes)
             conn.execute("UPDATE sources SET current_artifact=?, current_ts=?, deleted_at=NULL WHERE id=?",
                          (artifact_id, ts, source_id))
             if artifact.kind is not Kind.LEDGER:
@@ -220,6 +236,61 @@ class GraphWriter:
             touched |= self._withdraw(retired, artifact_id, ts)
         self._reweigh(touched | set(observed), ts)
         return Applied(artifact_id, version, current, len(observed), len(touched))
+
+    def _identifier_stances(self, source_id: int, artifact_id: int, found: Mapping[str, tuple[int, str, int]],
+                            ts: str, *, additive: bool) -> tuple[dict[int, tuple[int, str]], dict[int, dict[int, tuple[int, str] | None]]]:
+        """Record the source's identifier stances and pair removals with uses of other sources (ADR 0009).
+
+        For every identifier the source named before or names now, the "`x` is in use" assertion holds
+        exactly the stances of the index when some source removes it and another names it, else none.
+        Returns the source's own derived stances (to join its observed ones) and the changes of other
+        sources, by source: {assertion: (stance, text) | None}."""
+        conn = self.conn
+        old = {r[0]: r[1:] for r in conn.execute(
+            "SELECT ident, stance, text, concept_id FROM identifier_stances WHERE source_id=?", (source_id,))}
+        new = dict(found)
+        if additive:
+            for ident, row in old.items():
+                if ident not in new or row[0] < new[ident][0]:
+                    new[ident] = row
+        conn.execute("DELETE FROM identifier_stances WHERE source_id=?", (source_id,))
+        conn.executemany("INSERT INTO identifier_stances(ident, source_id, stance, artifact_id, concept_id, text)"
+                         " VALUES(?,?,?,?,?,?)", [(ident, source_id, stance, artifact_id, concept_id, text)
+                                                  for ident, (stance, text, concept_id) in sorted(new.items())])
+        own: dict[int, tuple[int, str]] = {}
+        others: dict[int, dict[int, tuple[int, str] | None]] = {}
+        for ident in sorted(old.keys() | new.keys()):
+            rows = conn.execute("SELECT source_id, stance, text, artifact_id, concept_id FROM identifier_stances "
+                                "WHERE ident=? ORDER BY source_id", (ident,)).fetchall()
+            paired = any(r[1] < 0 for r in rows) and any(r[1] > 0 for r in rows)
+            key = _IN_USE_KEY + ident
+            existing = conn.execute("SELECT id FROM assertions WHERE key=?", (key,)).fetchone()
+            if existing is None and not paired:
+                continue
+            if existing is None:
+                concept_id = next(r[4] for r in rows if r[1] < 0)
+                text = f"`{ident}` is in use"
+                assertion_id = conn.execute(
+                    "INSERT INTO assertions(concept_id, key, text, polarity, tokens, n_tokens, created_at, updated_at)"
+                    " VALUES(?,?,?,1,?,1,?,?)", (concept_id, key, text, ident, ts, ts)).lastrowid
+                search.index_assertion(conn, assertion_id, text, replace=False)
+            else:
+                assertion_id = existing[0]
+            held = {r[0]: r[1] for r in conn.execute(
+                "SELECT source_id, stance FROM stances WHERE assertion_id=?", (assertion_id,))}
+            wanted = {r[0]: r for r in rows} if paired else {}
+            for other in sorted(held.keys() | wanted.keys()):
+                if other == source_id:
+                    if other in wanted:
+                        own[assertion_id] = (wanted[other][1], wanted[other][2])
+                elif other not in wanted:
+                    others.setdefault(other, {})[assertion_id] = None
+                elif held.get(other) != wanted[other][1]:
+                    others.setdefault(other, {})[assertion_id] = (wanted[other][1], wanted[other][2])
+        return own, others
+
+    def _last_artifact(self, source_id: int) -> int:
+        return self.conn.execute("SELECT current_artifact FROM sources WHERE id=?", (source_id,)).fetchone()[0]
 
     def _keep_memory_file(self, artifact: Artifact, extraction: Extraction, source_id: int, artifact_id: int,
                           ts: str) -> None:

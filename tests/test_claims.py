@@ -112,3 +112,56 @@ def test_every_fixture_folder_ingests_and_rebuilds_to_the_same_graph(tmp_path: P
     onto.rebuild()
     assert graph_snapshot(onto.paths.database) == before
     onto.close()
+
+
+def _in_use(onto: Ontology) -> dict[str, tuple[str, tuple[tuple[str, int], ...]]]:
+    """Each "`x` is in use" assertion: its label and its sides (file, stance), in file order."""
+    with onto.reader() as conn:
+        rows = conn.execute("SELECT a.text, a.status, s.identity, st.stance FROM assertions a "
+                            "JOIN stances st ON st.assertion_id = a.id JOIN sources s ON s.id = st.source_id "
+                            "WHERE a.text LIKE '%` is in use' ORDER BY a.text, s.identity").fetchall()
+    out: dict[str, tuple[str, tuple[tuple[str, int], ...]]] = {}
+    for text, status, identity, stance in rows:
+        label, sides = out.get(text, (status, ()))
+        out[text] = (label, sides + ((Path(identity).name, stance),))
+    return out
+
+
+REMOVED_VS_IN_USE = {
+    "`lab sweep` is in use": ("CONTESTED", (("project_cli_cleanup.md", -1), ("project_cli_usage.md", 1))),
+    "`pipeline/legacy_cache` is in use": ("CONTESTED", (("project_cli_cleanup.md", -1), ("project_cli_usage.md", 1))),
+    "`exportLegacyCsv` is in use": ("CONTESTED", (("project_cli_cleanup.md", -1), ("project_cli_usage.md", 1))),
+}
+
+
+def test_an_identifier_removed_in_one_file_and_used_in_another_is_disputed(onto):
+    claims = _ingest(onto, "removals")
+    assert _in_use(onto) == REMOVED_VS_IN_USE
+    # Not disputed: a removal that is negated ("was not removed") or planned ("will remove"), a mention
+    # that is historical ("was … (replaced)", "Iter 1:", "→"), and identifiers nobody removes.
+    assert sorted(_disputed(claims)) == sorted(REMOVED_VS_IN_USE)
+
+
+def test_a_removal_pairs_with_a_mention_ingested_before_it_and_a_source_never_disputes_itself(tmp_path: Path):
+    files = {p.name: p for p in (CLAIMS / "removals").glob("*.md")}
+    onto = Ontology(tmp_path / "reverse", "claims", create=True)
+    order = ["project_cli_usage.md", "project_cli_history.md", "project_cli_cleanup.md"]  # mentions first
+    assert all(r.status.value == "new" for r in onto.ingest_paths([files[n] for n in order]))
+    assert _in_use(onto) == REMOVED_VS_IN_USE
+    onto.close()
+    alone = Ontology(tmp_path / "alone", "claims", create=True)  # removes and names legacy_cache itself
+    alone.ingest_paths([files["project_cli_cleanup.md"]])
+    assert _in_use(alone) == {}
+    alone.close()
+
+
+def test_a_mention_withdrawn_by_a_new_version_ends_the_dispute(onto, tmp_path: Path):
+    _ingest(onto, "removals")
+    usage = (CLAIMS / "removals" / "project_cli_usage.md").read_text(encoding="utf-8")
+    newer = tmp_path / "project_cli_usage.md"
+    newer.write_text(usage.replace("- The loader reads warm data from `pipeline/legacy_cache/` on every start.\n", ""),
+                     encoding="utf-8")
+    assert onto.ingest_paths([newer])[0].status.value in ("new", "updated")
+    views = _in_use(onto)
+    assert "`pipeline/legacy_cache` is in use" not in views
+    assert views["`lab sweep` is in use"] == REMOVED_VS_IN_USE["`lab sweep` is in use"]

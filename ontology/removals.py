@@ -1,0 +1,174 @@
+"""Identifiers a statement declares removed, and identifiers it names as a plain (in use) statement.
+
+Invariant: precision first. A removal needs an unambiguous removal word of its language in the same
+clause as the identifier and no future or plan form anywhere in the statement; a use needs a
+statement that negates nothing and an identifier clause with no removal, history or migration word.
+Anything else says nothing about the identifier (ADR 0009, "Removed vs in use").
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+
+from ontology.language import Lang, detect
+from ontology.tokens import fold, words as split_words
+
+
+class IdentifierStance(enum.IntEnum):
+    REMOVED = -1  # the statement declares the identifier removed
+    IN_USE = 1  # the statement names it plainly
+
+
+MIN_IDENTIFIER_CHARS = 4
+MAX_IDENTIFIER_CHARS = 80
+MAX_COMMAND_WORDS = 4
+
+_CODE_SPAN_RE = re.compile(r"`([^`\n]+)`")
+# Bare (unquoted) identifiers: camelCase with a real lower-case head, or snake_case / CONSTANT_CASE.
+_BARE_RE = re.compile(r"(?<![\w/.`])(?:[a-z]{2,}[A-Z][A-Za-z0-9]*|[A-Za-z][A-Za-z0-9]*_[A-Za-z0-9_]*[A-Za-z0-9])"
+                      r"(?:/(?:[a-z]{2,}[A-Z][A-Za-z0-9]*|[A-Za-z][A-Za-z0-9]*_[A-Za-z0-9_]*[A-Za-z0-9]))*(?![\w`(\-]|\.\w)")
+_PAREN_RE = re.compile(r"[(（]([^()（）]*)[)）]")
+_TOKEN_RE = re.compile(r"[A-Za-z0-9_./:\-]+")
+_COMMAND_HEAD_RE = re.compile(r"[a-z][a-z0-9_\-]*")
+_SIGNAL_RE = re.compile(r"[_/.]|::|[a-z][A-Z]|\(\)$|[A-Za-z]-[A-Za-z]")
+_NUMERIC_RE = re.compile(r"^[v~≈<>#+\-]?\d|^\d|^[\d\s.:/\-]+$", re.IGNORECASE)
+# Clauses end at sentence and clause punctuation (ASCII comma and semicolon only before a space).
+_CLAUSE_RE = re.compile(r"[，；。、！？,;]|\s[-\u2013\u2014]+\s|[:：]\s*")
+
+# Removal, precision first: the removal word must sit right after the identifier (or its enclosing
+# parenthesis), with at most an auxiliary between, and end its phrase; English, German, Spanish and
+# French count only when the statement's language is that language or unknown.
+_GAP = r"[^A-Za-z0-9_+/、·・,，;；=&|]{0,6}?"
+# A removal word ends its phrase: "`x` removed." yes; "`x`: dropped `y`" (y left x) no.
+_PHRASE_END = (r"(?=\s*$|\s*[.,;:!?()\[\]\u2014\u2013*]|\s+-|\s+(?:in|on|at|since|entirely|completely|and|but|"
+               r"because|after|when|im|am|seit|und|en|el|desde|y|le|depuis|et)\b)")
+_AFTER_LATIN: dict[Lang, str] = {
+    Lang.EN: r"\s*(?:[:\u2014\u2013-]\s*)?(?:(?:is|was|were|has|have|been|got|now|fully|entirely|completely)\s+)*"
+             r"(?:removed|deleted|dropped(?!\s+(?:to|by|from)\b)(?!\s*[~≈]?\d)|no longer exists?)" + _PHRASE_END,
+    Lang.DE: r"\s*(?:[:\u2014\u2013-]\s*)?(?:(?:ist|wurde|wurden|sind|komplett|ganz|jetzt)\s+)*(?:entfernt|gelöscht)"
+             + _PHRASE_END,
+    Lang.ES: r"\s*(?:[:\u2014\u2013-]\s*)?(?:(?:fue|fueron|ha|han|sido|está|ya)\s+)*(?:eliminad[oa]s?|borrad[oa]s?)"
+             + _PHRASE_END,
+    Lang.FR: r"\s*(?:[:\u2014\u2013-]\s*)?(?:(?:a|ont|été|est|sont)\s+)*supprimée?s?" + _PHRASE_END,
+}
+_BEFORE_LATIN: dict[Lang, str] = {
+    Lang.EN: r"\b(?:removed|deleted|dropped)\s+$",
+    Lang.DE: r"\bkeine?[nmrs]?\s+$",  # "kein `x` mehr" (the "mehr" is checked after)
+}
+_CJK_CUE = r"(?:已删除|已移除|删除|移除|停掉|削除|廃止|삭제|제거|폐기)"
+_CJK_AFTER = re.compile(_GAP + _CJK_CUE + r"(?:了|됨|했다|했음|함|완료|되었다|됐다|済み|した|しました|された)?(?=$|[\s，,；;。.、(（)）:：!！—\-*])")
+# The statement forms whose negation is itself the removal ("no longer exists", "kein X mehr").
+_NEGATED_REMOVAL = re.compile(r"\bno longer exists?\b|\bkeine?[nmrs]?\s+\S+\s+mehr\b", re.IGNORECASE)
+# Future and plan forms: a removal that is intended is not a removal.
+_FUTURE = re.compile(
+    r"\b(?:will|would|should|shall|must|to be|todo|plan|plans|planned|planning|need to|needs to|going to|"
+    r"later|soon|next|pending|wird|werden|soll|sollte|geplant|später|será|serán|pendiente|sera|seront|prévu)\b"
+    r"|予定|今後|예정|할 것|하자|计划|計劃|待|需|要删|将|準備|准备|打算|未来|以后|之后|TODO", re.IGNORECASE)
+# Any word about removing, in any form: a statement using one names nothing as in use.
+_REMOVAL_ANY = re.compile(
+    r"\b(?:remov\w*|delet\w*|drop\w*|entfern\w*|lösch\w*|gelösch\w*|elimin\w*|borr\w*|supprim\w*|"
+    r"kill\w*|disabled?|abandon\w*|deprecat\w*|retir\w*)\b|删|移除|停掉|弃|退役|下线|停用|淘汰|削除|廃止|삭제|제거|폐기|중단",
+    re.IGNORECASE)
+# A mention in an iteration log ("Iter 1: …", "Phase 2 DONE: …") or beside a migration arrow records
+# a past or passing state, not a use.
+_RECORD = re.compile(r"^\W*(?:iter(?:ation)?|phase|step|stage|wave|sprint|round|milestone)\s*\d|→|->|⇒|=>", re.IGNORECASE)
+# Words that make a mention historical or a migration, so it is not a statement of use.
+_HISTORY = re.compile(
+    r"\b(?:was|were|previously|formerly|used to|replaced|replaces|instead|legacy|deprecated|obsolete|old|"
+    r"migrated|retired|früher|ehemals|ersetzt|anciennement|remplacé|antes|reemplazad[oa])\b"
+    r"|→|->|⇒|=>|旧|以前|之前|原来|曾|替代|取代|替换|改为|改用|이전|기존|대체|폐지|以前の|置き換", re.IGNORECASE)
+
+
+def _identifier(span: str) -> str | None:
+    """The identifier a code span names, or None for prose, numbers, dates and versions."""
+    text = span.strip()
+    if not MIN_IDENTIFIER_CHARS <= len(text) <= MAX_IDENTIFIER_CHARS or _NUMERIC_RE.search(text):
+        return None
+    words = text.split()
+    if len(words) == 1:
+        return text.rstrip("/") or None if _TOKEN_RE.fullmatch(text.replace("()", "")) and _SIGNAL_RE.search(text) else None
+    if len(words) <= MAX_COMMAND_WORDS and _COMMAND_HEAD_RE.fullmatch(words[0]) and all(
+            _TOKEN_RE.fullmatch(w) for w in words):
+        return " ".join(words)
+    return None
+
+
+def _identifiers(clause: str) -> list[str]:
+    return list(dict.fromkeys(ident for _, _, idents in _occurrences(clause) for ident in idents))
+
+
+def _occurrences(text: str) -> list[tuple[int, int, tuple[str, ...]]]:
+    """(start, end, identifiers) of each code span naming an identifier and each bare identifier
+    group (`a/b_c` names both parts)."""
+    out = [(m.start(), m.end(), (ident,)) for m in _CODE_SPAN_RE.finditer(text) if (ident := _identifier(m.group(1)))]
+    bare = _CODE_SPAN_RE.sub(lambda m: " " * len(m.group(0)), text)
+    out += [(m.start(), m.end(), parts) for m in _BARE_RE.finditer(bare)
+            if (parts := tuple(p for p in m.group(0).split("/") if len(p) >= MIN_IDENTIFIER_CHARS))]
+    return sorted(out)
+
+
+def _clauses(text: str) -> list[str]:
+    """Clauses split outside code spans, so a path or a command stays whole."""
+    masked = _CODE_SPAN_RE.sub(lambda m: "`" + "x" * len(m.group(1)) + "`", text)
+    out, start = [], 0
+    for m in _CLAUSE_RE.finditer(masked):
+        out.append(text[start:m.start()])
+        start = m.end()
+    out.append(text[start:])
+    return [c for c in out if c.strip()]
+
+
+def _removed_at(text: str, start: int, end: int, lang: Lang) -> bool:
+    """Does a removal word of a known language follow (or, for a few forms, precede) the identifier
+    at text[start:end]? After an identifier inside a parenthesis, the word may follow the parenthesis
+    ("旧层(`x` + …)整层删除": the layer the parenthesis lists is removed)."""
+    ends = [end]
+    close = text.find(")", end)
+    opened = text.rfind("(", 0, start)
+    if opened >= 0 and close >= 0 and "(" not in text[end:close] and ")" not in text[opened:start]:
+        ends.append(close + 1)
+    for pos in ends:
+        if _CJK_AFTER.match(text, pos):
+            return True
+        for cue_lang, after in _AFTER_LATIN.items():
+            if _latin_ok(lang, cue_lang) and re.compile(after, re.IGNORECASE).match(text, pos):
+                return True
+    for cue_lang, before in _BEFORE_LATIN.items():
+        if _latin_ok(lang, cue_lang) and re.search(before, text[:start], re.IGNORECASE):
+            if cue_lang is not Lang.DE or re.match(r"\s+mehr\b", text[end:], re.IGNORECASE):
+                return True
+    return False
+
+
+def _latin_ok(lang: Lang, cue_lang: Lang) -> bool:
+    return lang in (cue_lang, Lang.UNKNOWN, Lang.ZH, Lang.JA, Lang.KO)
+
+
+def identifier_stances(text: str, polarity: int) -> tuple[tuple[str, IdentifierStance], ...]:
+    """(identifier, stance) pairs a statement supports: removed where it says so, in use where it
+    names an identifier plainly; an identifier both removed and named is removed."""
+    if "`" not in text and not _BARE_RE.search(text):
+        return ()
+    lang = detect(text, [t for t, is_word in split_words(fold(text.replace("`", " "))) if is_word])
+    out: dict[str, IdentifierStance] = {}
+    if not _FUTURE.search(text) and (polarity > 0 or _NEGATED_REMOVAL.search(text)):
+        for start, end, idents in _occurrences(text):
+            if _removed_at(text, start, end, lang):
+                out.update(dict.fromkeys(idents, IdentifierStance.REMOVED))
+    if polarity < 0 or _RECORD.search(text):
+        return tuple(out.items())
+    for unit in _paren_units(text):  # a parenthesis is its own unit: "需删除(… `x` …)" names x plainly
+        if _REMOVAL_ANY.search(unit) or _FUTURE.search(unit):
+            continue
+        for clause in _clauses(unit):
+            if not _HISTORY.search(clause):
+                for ident in _identifiers(clause):
+                    out.setdefault(ident, IdentifierStance.IN_USE)
+    return tuple(out.items())
+
+
+def _paren_units(text: str) -> list[str]:
+    """The statement without its parentheses, and each parenthesis's content."""
+    groups = [m.group(1) for m in _PAREN_RE.finditer(text)]
+    return [_PAREN_RE.sub(" ", text), *groups]

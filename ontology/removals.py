@@ -33,7 +33,7 @@ _TOKEN_RE = re.compile(r"[A-Za-z0-9_./:\-]+")
 _COMMAND_HEAD_RE = re.compile(r"[a-z][a-z0-9_\-]*")
 _SIGNAL_RE = re.compile(r"[_/.]|::|[a-z][A-Z]|\(\)$|[A-Za-z]-[A-Za-z]")
 _NUMERIC_RE = re.compile(r"^[v~≈<>#+\-]?\d|^\d|^[\d\s.:/\-]+$", re.IGNORECASE)
-# Clauses end at sentence and clause punctuation (ASCII comma and semicolon only before a space).
+# Clauses end at sentence and clause punctuation (outside code spans, which are masked first).
 _CLAUSE_RE = re.compile(r"[，；。、！？,;]|\s[-\u2013\u2014]+\s|[:：]\s*")
 
 # Removal, precision first: the removal word must sit right after the identifier (or its enclosing
@@ -52,6 +52,7 @@ _AFTER_LATIN: dict[Lang, str] = {
              + _PHRASE_END,
     Lang.FR: r"\s*(?:[:\u2014\u2013-]\s*)?(?:(?:a|ont|été|est|sont)\s+)*supprimée?s?" + _PHRASE_END,
 }
+_AFTER_LATIN_RES = {lang: re.compile(pattern, re.IGNORECASE) for lang, pattern in _AFTER_LATIN.items()}
 _BEFORE_LATIN: dict[Lang, str] = {
     Lang.EN: r"\b(?:removed|deleted|dropped)\s+$",
     Lang.DE: r"\bkeine?[nmrs]?\s+$",  # "kein `x` mehr" (the "mehr" is checked after)
@@ -87,7 +88,8 @@ def _identifier(span: str) -> str | None:
         return None
     words = text.split()
     if len(words) == 1:
-        return text.rstrip("/") or None if _TOKEN_RE.fullmatch(text.replace("()", "")) and _SIGNAL_RE.search(text) else None
+        plain = not _TOKEN_RE.fullmatch(text.replace("()", "")) or not _SIGNAL_RE.search(text)
+        return None if plain else text.rstrip("/") or None
     if len(words) <= MAX_COMMAND_WORDS and _COMMAND_HEAD_RE.fullmatch(words[0]) and all(
             _TOKEN_RE.fullmatch(w) for w in words):
         return " ".join(words)
@@ -131,8 +133,8 @@ def _removed_at(text: str, start: int, end: int, lang: Lang) -> bool:
     for pos in ends:
         if _CJK_AFTER.match(text, pos):
             return True
-        for cue_lang, after in _AFTER_LATIN.items():
-            if _latin_ok(lang, cue_lang) and re.compile(after, re.IGNORECASE).match(text, pos):
+        for cue_lang, after in _AFTER_LATIN_RES.items():
+            if _latin_ok(lang, cue_lang) and after.match(text, pos):
                 return True
     for cue_lang, before in _BEFORE_LATIN.items():
         if _latin_ok(lang, cue_lang) and re.search(before, text[:start], re.IGNORECASE):

@@ -223,7 +223,8 @@ class GraphWriter:
             touched = self._replace_stances(source_id, artifact_id, observed, ts,
                                             additive=artifact.kind is Kind.LEDGER)
             for other, changes in sorted(others.items()):  # the other source's word, from its current artifact
-                touched |= self.set_stances(other, self._last_artifact(other), ts, changes)
+                touched |= self.set_stances(other, artifact_id if other == source_id else self._last_artifact(other),
+                                            ts, changes)
             conn.execute("UPDATE sources SET current_artifact=?, current_ts=?, deleted_at=NULL WHERE id=?",
                          (artifact_id, ts, source_id))
             if artifact.kind is not Kind.LEDGER:
@@ -283,6 +284,8 @@ class GraphWriter:
                 if other == source_id:
                     if other in wanted:
                         own[assertion_id] = (wanted[other][1], wanted[other][2])
+                    elif additive:  # a ledger withdraws nothing by omission: say it
+                        others.setdefault(other, {})[assertion_id] = None
                 elif other not in wanted:
                     others.setdefault(other, {})[assertion_id] = None
                 elif held.get(other) != wanted[other][1]:

@@ -165,3 +165,13 @@ def test_a_mention_withdrawn_by_a_new_version_ends_the_dispute(onto, tmp_path: P
     views = _in_use(onto)
     assert "`pipeline/legacy_cache` is in use" not in views
     assert views["`lab sweep` is in use"] == REMOVED_VS_IN_USE["`lab sweep` is in use"]
+
+
+def test_a_deleted_file_takes_its_mentions_out_of_the_dispute_and_a_restore_brings_them_back(onto):
+    _ingest(onto, "removals")
+    tombstone = b'{"kgbridge": "tombstone", "file": "project_cli_usage.md", "at": "2026-11-30T04:00:00Z"}'
+    assert onto.ingest("tombstone.0123456789ab.project_cli_usage.md", tombstone, Channel.CLI).status.value == "new"
+    assert _in_use(onto) == {}  # the remover's stance is withdrawn too: nothing left to dispute
+    usage = (CLAIMS / "removals" / "project_cli_usage.md").read_bytes()
+    assert onto.ingest("project_cli_usage.md", usage, Channel.CLI).status.value == "new"
+    assert _in_use(onto) == REMOVED_VS_IN_USE

@@ -157,8 +157,10 @@ def memory_topic(conn: sqlite3.Connection, filename: str) -> MemoryTopic | None:
         if own is not None and not others:
             alone += 1
         for other in others:
+            # "Supersedes" only on a later day: files ingested together (a mount's first pass, a
+            # rebuild) differ by milliseconds of arrival, which says nothing about which is newer.
             stand = (Stand.ADDS if own is None else Stand.AGREES if other.stance == own.stance
-                     else Stand.SUPERSEDES if other.timestamp > own.timestamp else Stand.DISPUTES)
+                     else Stand.SUPERSEDES if other.timestamp[:10] > own.timestamp[:10] else Stand.DISPUTES)
             voices.append(Voice(stand, texts.get(aid, ""), other.text, source_name(other.source), other.timestamp[:10]))
     voices.sort(key=lambda v: (v.source, v.said))
     voices.sort(key=lambda v: v.date, reverse=True)  # newest first within each stand (sorts are stable)

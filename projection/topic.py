@@ -26,8 +26,8 @@ class Stand(enum.Enum):
     """How another source stands to a claim of this file (or of its subject)."""
 
     AGREES = "agrees"  # states the same claim
-    DISPUTES = "disputes"  # states the opposite or another value, no later than this file
-    SUPERSEDES = "supersedes"  # states the opposite or another value, later than this file
+    DISPUTES = "disputes"  # states the opposite or another value, on the same day or earlier
+    SUPERSEDES = "supersedes"  # states the opposite or another value, on a later day than this file
     ADDS = "adds"  # a claim about this subject this file does not make
 
 

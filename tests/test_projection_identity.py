@@ -131,3 +131,22 @@ def test_an_edit_through_the_mount_is_the_next_version_of_that_same_file(mounted
     assert "no longer says (since v2): “The checkout service ships from the release branch”" in topic
     names = sorted(p.name for p in mounted.memory_dir.iterdir())
     assert names == sorted([*FOLDER, "session-notes.md"]), "still one file, same name (plus the ledger's topic)"
+
+
+def test_a_rival_from_the_same_day_disputes_and_only_a_later_day_supersedes(tmp_path):
+    """Files ingested together differ by moments of arrival; "supersedes" must mean a later day."""
+    def memory_file(value: str, modified: str) -> str:
+        return (f"---\nname: db-{value}\ndescription: the payment database\ntype: project\n"
+                f"modified: {modified}\n---\n\n- Payment database: {value}\n")
+
+    folder = tmp_path / "memory"
+    folder.mkdir()
+    (folder / "project_db_a.md").write_text(memory_file("postgres", "2026-04-01T09:00:00Z"), encoding="utf-8")
+    (folder / "project_db_b.md").write_text(memory_file("mysql", "2026-04-01T17:00:00Z"), encoding="utf-8")
+    (folder / "project_db_c.md").write_text(memory_file("sqlite", "2026-04-05T09:00:00Z"), encoding="utf-8")
+    onto = Ontology(tmp_path / "K", "shop", create=True)
+    ingest_host_files(onto, folder)
+    topic = ProjectionView(onto).read("project_db_a.md").decode()
+    onto.close()
+    assert "project_db_b.md (2026-04-01) disputes:" in topic, topic
+    assert "project_db_c.md (2026-04-05) supersedes:" in topic, topic

@@ -79,7 +79,8 @@ def memory_snapshot(conn: sqlite3.Connection, ontology: str, limit: int = MAX_LI
                   coalesce(sum(a.belief), 0), coalesce(sum(a.n_pos + a.n_neg > 0), 0),
                   coalesce(sum(a.status = 'AFFIRMATIVE'), 0), coalesce(sum(a.status = 'CONTESTED'), 0),
                   coalesce(sum(a.status = 'CONTRADICTORY'), 0),
-                  (SELECT a2.text FROM assertions a2 WHERE a2.concept_id = c.id ORDER BY a2.belief DESC, a2.id LIMIT 1)
+                  (SELECT a2.text FROM assertions a2 WHERE a2.concept_id = c.id ORDER BY a2.belief DESC, a2.id LIMIT 1),
+                  count(a.id)
            FROM concepts c LEFT JOIN assertions a ON a.concept_id = c.id GROUP BY c.id""").fetchall()
     degree = {r[0]: r[1] for r in conn.execute(
         """SELECT k, count(DISTINCT other) FROM (SELECT src AS k, dst AS other FROM relations
@@ -127,10 +128,13 @@ def memory_snapshot(conn: sqlite3.Connection, ontology: str, limit: int = MAX_LI
                 for a in disputes]
     n_disputed = conn.execute(f"SELECT count(DISTINCT coalesce(a.slot, '#' || a.id)) FROM assertions a "
                               f"WHERE {real}").fetchone()[0]
-    counts = queries.counts(conn)
+    # The header counts what stands: a claim every source withdrew (its file deleted, ADR 0012) and a
+    # concept left with only such claims and no file are history, not memory.
+    forgotten = sum(1 for r in rows if r[11] and not r[6] and r[0] not in file_of)
+    by_status = dict(conn.execute("SELECT status, count(*) FROM assertions WHERE n_pos + n_neg > 0 GROUP BY status"))
     generated = max((r[3] for r in rows), default="")
-    return MemorySnapshot(ontology, generated, {"concepts": counts["concepts"], "assertions": counts["assertions"],
-                                                **counts["by_status"]}, ordered, disputed,
+    return MemorySnapshot(ontology, generated, {"concepts": len(rows) - forgotten, "assertions": sum(by_status.values()),
+                                                **by_status}, ordered, disputed,
                           host_index=index, indexed=indexed, concepts_total=len(ranked), disputed_total=n_disputed)
 
 

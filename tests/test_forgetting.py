@@ -6,6 +6,7 @@ re-keys or restores, the projection follows, and a rebuild from the archive give
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import subprocess
 from contextlib import contextmanager
@@ -100,6 +101,13 @@ class Stack:
         return self.rows("SELECT identity, deleted_at FROM sources ORDER BY identity")
 
 
+def header_counts(memory: str) -> tuple[int, int]:
+    """(concepts, claims) as MEMORY.md's header states them."""
+    found = re.search(r"^(\d+) concepts · (\d+) claims · ", memory, re.MULTILINE)
+    assert found, memory[:300]
+    return int(found.group(1)), int(found.group(2))
+
+
 def rebuild_gives_the_same_graph(root: Path) -> list[str]:
     """After the server stopped: rebuild from the archive, compare, and return the projected names."""
     onto = Ontology(root, "shop")
@@ -137,7 +145,9 @@ def test_a_deleted_memory_file_stops_counting_and_leaves_the_projection(stack: S
     with stack.running():
         stack.stop_hook(settle_on=2)
         assert stack.claim("Deploys happen on Tuesdays")[1] == 1
-        assert "project_deploy.md" in stack.memory_md()
+        memory = stack.memory_md()
+        assert "project_deploy.md" in memory
+        concepts, claims = header_counts(memory)
         (mem / "project_deploy.md").unlink()
         stack.stop_hook(settle_on=3)
         assert wait_for(lambda: stack.claim("Deploys happen on Tuesdays")[1] == 0)
@@ -145,6 +155,9 @@ def test_a_deleted_memory_file_stops_counting_and_leaves_the_projection(stack: S
         memory = stack.memory_md()
         assert "project_deploy.md" not in memory and "Deploys" not in memory
         assert "project_queue.md" in memory
+        standing = stack.rows("SELECT count(*) FROM assertions WHERE n_for + n_against > 0")[0][0]
+        assert standing < claims, "the deleted file's claims were withdrawn"
+        assert header_counts(memory) == (concepts - 1, standing), "the header counts what stands"
         deleted_at = dict(stack.sources())["memory:shop/project_deploy.md"]
         assert deleted_at is not None
     names = rebuild_gives_the_same_graph(stack.graph_root)

@@ -19,6 +19,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ontology import queries
 from ontology.artifact import Channel
 from ontology.ingest import Ontology
 from ontology.parse import decode, split_frontmatter
@@ -143,7 +144,6 @@ def _claims_by_file(conn: sqlite3.Connection) -> dict[str, list[str]]:
 
 
 def _side(conn: sqlite3.Connection, assertion_id: int) -> list[str]:
-    from ontology import queries
     rows = queries.evidence_for(conn, [assertion_id]).get(assertion_id, [])
     return [f"    {r.stance_word:7} {'(implied) ' if r.implied else ''}{r.filename}: {r.text}" for r in rows]
 
@@ -170,12 +170,18 @@ def measure_folder(folder: Path, report: Report, with_agreements: bool) -> None:
             if with_agreements:
                 for (aid, text) in conn.execute("SELECT id, text FROM assertions WHERE n_for >= 2 ORDER BY id"):
                     report.agreements.append(f"[{folder.name}] {text}\n" + "\n".join(_side(conn, aid)))
-            has_history = {r[1] for r in conn.execute("PRAGMA table_info(assertions)")}
-            if "superseded_by" in has_history:
-                for (aid, text, newer) in conn.execute(
-                        "SELECT a.id, a.text, b.text FROM assertions a JOIN assertions b ON b.id = a.superseded_by"):
-                    report.supersessions.append(f"[{folder.name}] {text}  ->  {newer}")
+            for u in queries.updates(conn):
+                report.supersessions.append(_update_lines(folder.name, u))
         onto.close()
+
+
+def _update_lines(folder: str, u: queries.UpdateView) -> str:
+    """An update with both sides, the rule that found it and the source files."""
+    lines = [f"[{folder}] {u.rule}: {u.old_text!r} -> {u.new_text!r}",
+             f"    newer {u.filename} ({u.timestamp[:10]}): {u.newer_text}"]
+    if u.older_id is not None:
+        lines.append(f"    older {u.older_filename} ({(u.older_timestamp or '')[:10]}): {u.older_text}")
+    return "\n".join(lines)
 
 
 def _measure_file(folder: str, path: Path, claims: list[str], report: Report) -> None:
@@ -267,9 +273,9 @@ def main() -> None:
                 print(f"  {kind}: {example}")
     print(f"labels: {dict(sorted(report.labels.items()))}")
     print(f"agreements (two or more sources for): {agreements_total}")
-    print(f"supersessions: {len(report.supersessions)}")
-    for line in report.supersessions:
-        print("  " + line)
+    print(f"updates and supersessions: {len(report.supersessions)}")
+    for i, line in enumerate(report.supersessions, 1):
+        print(f"  ^{i} " + line)
     print(f"\ndisputed claims: {len(report.disputes)}")
     for i, dispute in enumerate(report.disputes, 1):
         print(f"\n#{i} {dispute}")

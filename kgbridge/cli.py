@@ -123,6 +123,13 @@ def show(concept: Optional[str] = typer.Argument(None, help="A concept key; omit
                 for s in a.sources:
                     console.print(f"  #{a.id} {s.stance_word:>7} {s.source} v{s.version} {s.timestamp[:10]}"
                                   f"{' (implied)' if s.implied else ''}")
+            for a in data["assertions"]:  # ADR 0009: an older claim names what replaced it
+                for u in a["superseded_by"]:
+                    console.print(f"  #{a['id']} superseded by “{u['by']}” ({u['source']}, {u['date']}; {u['rule']})",
+                                  markup=False)
+                for u in a["updates"]:
+                    console.print(f"  #{a['id']} updates: {u['old'] or '…'} → {u['new'] or '…'} ({u['rule']})",
+                                  markup=False)
             return
         items = queries.assertions(conn, status=status.value if status else None)
         if as_json:

@@ -8,7 +8,7 @@ graph: a statement carries the concept keys it mentions, in order, and a fallbac
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 
 from slugify import slugify
@@ -18,6 +18,7 @@ from ontology.claims import (BULLET_RE, MD_LINK_RE, NOT_CLAIMS, WIKILINK_RE, Lin
                              label_of, strip_bullet)
 from ontology.normalize import Proposition, clean_markup, fact_proposition, proposition
 from ontology.removals import IdentifierStance, identifier_stances
+from ontology.revisions import Revision, paired, revisions
 
 # Statements longer than this are prose dumps, not claims; shorter than this are fragments.
 MAX_STATEMENT_CHARS = 400
@@ -66,6 +67,7 @@ class Statement:
     concept: str  # fallback concept key
     mentions: tuple[str, ...] = ()  # concept keys named in the statement, in order; first known wins
     identifiers: tuple[tuple[str, IdentifierStance], ...] = ()  # declared removed / named in use (ADR 0009)
+    revisions: tuple[Revision, ...] = ()  # changes the statement records (ontology.revisions, ADR 0009)
 
 
 @dataclass(frozen=True)
@@ -197,15 +199,25 @@ def _statements(units: list[tuple[str | None, str]], fixed_concept: str | None, 
         if parsed is None:
             continue
         if len(out) >= MAX_STATEMENTS:
-            return out, True
+            return _paired(out), True
         text, prop = parsed
         identifiers = identifier_stances(text, prop.polarity)
+        revised = revisions(text, identifiers)
         if fixed_concept is not None:
-            out.append(Statement(text, prop, fixed_concept, identifiers=identifiers))
+            out.append(Statement(text, prop, fixed_concept, identifiers=identifiers, revisions=revised))
         else:
             concept = concept_key(section) if section else default
-            out.append(Statement(text, prop, concept, _mentions(unit), identifiers))
-    return out, False
+            out.append(Statement(text, prop, concept, _mentions(unit), identifiers, revised))
+    return _paired(out), False
+
+
+def _paired(statements: list[Statement]) -> list[Statement]:
+    """Add the revisions two statements of one artifact make together ("Original plan: …" then
+    "Current direction: …") to the newer one; `Revision.older` indexes the older statement."""
+    for _, newer, revision in paired([s.text for s in statements]):
+        statement = statements[newer]
+        statements[newer] = replace(statement, revisions=statement.revisions + (revision,))
+    return statements
 
 
 def memory_file_key(filename: str) -> str:

@@ -197,9 +197,21 @@ def concept(conn: sqlite3.Connection, ref: str) -> dict[str, object] | None:
     if row is None:
         return None
     items = assertions(conn, concept=row["key"])
+    ids = [a.id for a in items]
+    superseded: dict[int, list[dict[str, object]]] = {}
+    revises: dict[int, list[dict[str, object]]] = {}
+    for u in updates(conn, newer=ids, older=ids):
+        if u.older_id in ids:
+            superseded.setdefault(u.older_id, []).append(  # type: ignore[arg-type]
+                {"by": u.newer_text, "source": u.source, "date": u.timestamp[:10], "rule": u.rule})
+        if u.newer_id in ids:
+            revises.setdefault(u.newer_id, []).append(
+                {"old": u.older_text or u.old_text, "new": u.new_text, "rule": u.rule,
+                 "older_source": u.older_source})
     return {
         **dict(row),
-        "assertions": [dict(a.to_json(), history=history(conn, a.id)) for a in items],
+        "assertions": [dict(a.to_json(), history=history(conn, a.id), superseded_by=superseded.get(a.id, []),
+                            updates=revises.get(a.id, [])) for a in items],
         "relations": {
             "out": [dict(r) for r in conn.execute(
                 "SELECT DISTINCT dst AS concept, kind FROM relations WHERE src=? ORDER BY dst, kind", (row["key"],))],
@@ -207,6 +219,53 @@ def concept(conn: sqlite3.Connection, ref: str) -> dict[str, object] | None:
                 "SELECT DISTINCT src AS concept, kind FROM relations WHERE dst=? ORDER BY src, kind", (row["key"],))],
         },
     }
+
+
+@dataclass(frozen=True)
+class UpdateView:
+    """One recorded update (ADR 0009): `newer` holds now; `older` (another claim) or `old_text` (a value
+    the newer statement's own wording names) no longer does."""
+
+    id: int
+    rule: str  # "revision:<rule>" (a statement about itself), "old-value:<rule>", or another writer's rule
+    newer_id: int
+    newer_text: str  # the newer claim as the graph words it
+    new_text: str  # what the update says holds now
+    old_text: str  # what it says no longer holds
+    older_id: int | None
+    older_text: str | None
+    source: str  # the newer side's source identity, its file and date
+    filename: str
+    timestamp: str
+    older_source: str | None
+    older_filename: str | None
+    older_timestamp: str | None
+
+    def to_json(self) -> dict[str, object]:
+        return asdict(self)
+
+
+_UPDATE_SQL = """
+SELECT u.id, u.rule, u.newer_id, na.text, u.new_text, u.old_text, u.older_id, oa.text, s.identity, ar.filename,
+       ar.timestamp, os.identity, oar.filename, oar.timestamp
+FROM updates u JOIN assertions na ON na.id = u.newer_id JOIN sources s ON s.id = u.source_id
+JOIN artifacts ar ON ar.id = u.artifact_id LEFT JOIN assertions oa ON oa.id = u.older_id
+LEFT JOIN sources os ON os.id = u.older_source_id LEFT JOIN artifacts oar ON oar.id = os.current_artifact
+"""
+
+
+def updates(conn: sqlite3.Connection, *, newer: Iterable[int] | None = None,
+            older: Iterable[int] | None = None) -> list[UpdateView]:
+    """Recorded updates, all of them or those whose newer / older side is one of the given assertions,
+    in the order they were recorded."""
+    if newer is None and older is None:
+        return [UpdateView(*r) for r in conn.execute(_UPDATE_SQL + " ORDER BY u.id")]
+    out: dict[int, UpdateView] = {}
+    for column, ids in (("u.newer_id", newer), ("u.older_id", older)):
+        for marks, chunk in in_chunks(sorted(set(ids or ()))):
+            out.update((r[0], UpdateView(*r)) for r in conn.execute(
+                _UPDATE_SQL + f" WHERE {column} IN ({marks})", chunk))
+    return [out[k] for k in sorted(out)]
 
 
 def counts(conn: sqlite3.Connection) -> dict[str, object]:

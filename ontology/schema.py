@@ -12,12 +12,13 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TypeVar
 
-SCHEMA_VERSION = 11  # 2: lsh is WITHOUT ROWID; 3: 15x4 LSH bands; 4: subsets (exact short near-dups);
+SCHEMA_VERSION = 12  # 2: lsh is WITHOUT ROWID; 3: 15x4 LSH bands; 4: subsets (exact short near-dups);
 # 5: evidence aggregates kept by delta (ontology/aggregate.py); 6: trigram indexes for CJK search
 # 7: memory_files (newest text of each memory file and of the index, for the projection)
 # 8: source identities fold NFC/NFD and case of file names; 9: NFC only, case kept (layout.name_key)
 # 10: sources.deleted_at (tombstones); one source may see the same bytes again after one (ADR 0012)
 # 11: identifier_stances (identifiers each source declares removed or names in use, ADR 0009)
+# 12: updates (revisions and supersessions: which claim replaced which, by what rule, ADR 0009)
 # A writer holding the lock is normal (one artifact at a time); wait for it rather than fail.
 BUSY_TIMEOUT_MS = 30_000
 WAL_AUTOCHECKPOINT_PAGES = 16_384
@@ -96,6 +97,21 @@ CREATE TABLE IF NOT EXISTS identifier_stances(
   ident TEXT NOT NULL, source_id INTEGER NOT NULL, stance INTEGER NOT NULL, artifact_id INTEGER NOT NULL,
   concept_id INTEGER NOT NULL, text TEXT NOT NULL, PRIMARY KEY(ident, source_id)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS identifier_stances_source ON identifier_stances(source_id);
+-- Updates (ADR 0009, "Updates and supersession"): a statement that records a change ("switched from
+-- X to Y", "(was X)", "X, not Y") or a claim that replaces an older one. newer_id is the assertion
+-- stating what holds now; older_id the assertion it supersedes, NULL when the old value exists only
+-- in the newer statement's own wording (old_text). Owned by source_id (the newer side) and, when the
+-- older side is another source's claim, also by older_source_id: a new version or a tombstone of
+-- either source removes the row and the writer re-derives what still holds (ontology/store.py).
+-- Evidence aggregates never read it: an update is history, not a stance.
+CREATE TABLE IF NOT EXISTS updates(
+  id INTEGER PRIMARY KEY, source_id INTEGER NOT NULL, artifact_id INTEGER NOT NULL,
+  newer_id INTEGER NOT NULL, older_id INTEGER, older_source_id INTEGER,
+  rule TEXT NOT NULL, old_text TEXT NOT NULL, new_text TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS updates_source ON updates(source_id);
+CREATE INDEX IF NOT EXISTS updates_older_source ON updates(older_source_id) WHERE older_source_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS updates_newer ON updates(newer_id);
+CREATE INDEX IF NOT EXISTS updates_older ON updates(older_id) WHERE older_id IS NOT NULL;
 CREATE TABLE IF NOT EXISTS relations(
   src TEXT NOT NULL, dst TEXT NOT NULL, kind TEXT NOT NULL, source_id INTEGER NOT NULL,
   PRIMARY KEY(src, dst, kind, source_id)) WITHOUT ROWID;

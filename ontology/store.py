@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Iterator, Mapping
 
-from ontology import aggregate, queries, search
+from ontology import aggregate, queries, search, supersession
 from ontology.aggregate import Held, Term
 from ontology.artifact import Artifact, Kind
 from ontology.clock import utc_text
@@ -163,7 +163,51 @@ class GraphWriter:
                           "deleted_at=? WHERE id=?", (artifact_id, ts, ts, ts, source_id))
         self.conn.execute("DELETE FROM relations WHERE source_id=?", (source_id,))
         self.conn.execute("DELETE FROM memory_files WHERE source_id=?", (source_id,))
+        self.clear_updates(source_id)  # its revisions go, and no claim of it is superseded any more
         return touched
+
+    # -- updates and supersession (ADR 0009; the table `updates`) -------------------------------
+
+    def record_update(self, source_id: int, artifact_id: int, rule: str, newer_id: int, old_text: str,
+                      new_text: str, *, older_id: int | None = None, older_source_id: int | None = None) -> bool:
+        """Record that assertion `newer_id` (stated by `source_id` in `artifact_id`) updates something:
+        `older_id`, a claim of `older_source_id` it supersedes, or (None) an old value its own wording
+        names (`old_text`). `rule` names the rule that found it ("revision:from_to", …); old_text and
+        new_text are what a reader sees on each side. Rows are owned by both sources: `clear_updates`
+        of either removes them, and the writer calls it before re-deriving a source's updates on each
+        current version and on a tombstone. Returns False for a row already recorded. Updates are
+        history, not stances: the evidence aggregates and labels never read them."""
+        conn = self.conn
+        if conn.execute("SELECT 1 FROM updates WHERE source_id=? AND newer_id=? AND older_id IS ? AND rule=? "
+                        "AND old_text=? AND new_text=?",
+                        (source_id, newer_id, older_id, rule, old_text, new_text)).fetchone():
+            return False
+        conn.execute("INSERT INTO updates(source_id, artifact_id, newer_id, older_id, older_source_id, rule, "
+                     "old_text, new_text) VALUES(?,?,?,?,?,?,?,?)",
+                     (source_id, artifact_id, newer_id, older_id, older_source_id, rule, old_text, new_text))
+        return True
+
+    def clear_updates(self, source_id: int, *, keep_own: bool = False) -> None:
+        """Remove the updates a source records and those that supersede one of its claims (its own
+        are kept for a ledger, whose entries add up)."""
+        if not keep_own:
+            self.conn.execute("DELETE FROM updates WHERE source_id=?", (source_id,))
+        self.conn.execute("DELETE FROM updates WHERE older_source_id=? AND source_id!=?", (source_id, source_id))
+
+    def _derive_updates(self, source_id: int, artifact_id: int, extraction: Extraction, statement_ids: list[int],
+                        *, additive: bool) -> None:
+        """The source's self-stated revisions, then the claims of other sources that state the old
+        value of a revision (either side may have arrived first: both directions are re-read)."""
+        self.clear_updates(source_id, keep_own=additive)
+        for statement, newer_id in zip(extraction.statements, statement_ids):
+            for revision in statement.revisions:
+                older = statement_ids[revision.older] if revision.older is not None else None
+                self.record_update(source_id, artifact_id, supersession.rule_name(revision.rule), newer_id,
+                                   revision.old, revision.new, older_id=older,
+                                   older_source_id=source_id if older is not None else None)
+        for match in supersession.matches(self.conn, source_id):
+            self.record_update(match.source_id, match.artifact_id, match.rule, match.newer_id, match.old_text,
+                               match.new_text, older_id=match.older_id, older_source_id=match.older_source_id)
 
     def _rekey(self, artifact: Artifact, extraction: Extraction) -> int | None:
         """A move: the old file's source takes the new name (one source, its history kept), and its
@@ -202,9 +246,11 @@ class GraphWriter:
                 self._upsert_concept(decl, ts)
         observed: dict[int, tuple[int, str]] = {}
         identifiers: dict[str, tuple[int, str, int]] = {}
+        statement_ids: list[int] = []
         for statement in extraction.statements:
             concept_id = self._resolve_concept(statement, extraction, ts)
             assertion_id = self._assertion_for(statement, concept_id, ts)
+            statement_ids.append(assertion_id)
             observed[assertion_id] = (statement.proposition.polarity, statement.text)  # last word wins
             for ident, stance in statement.identifiers:  # a removal outweighs the source's own mentions
                 if ident not in identifiers or stance < identifiers[ident][0]:
@@ -233,6 +279,8 @@ class GraphWriter:
                              [(r.src, r.dst, r.kind, source_id) for r in extraction.relations])
             if artifact.kind in (Kind.MEMORY, Kind.MEMORY_INDEX):
                 self._keep_memory_file(artifact, extraction, source_id, artifact_id, ts)
+            self._derive_updates(source_id, artifact_id, extraction, statement_ids,
+                                 additive=artifact.kind is Kind.LEDGER)
         if retired is not None:
             touched |= self._withdraw(retired, artifact_id, ts)
         self._reweigh(touched | set(observed), ts)

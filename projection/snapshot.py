@@ -166,6 +166,11 @@ def memory_topic(conn: sqlite3.Connection, filename: str) -> MemoryTopic | None:
             stand = (Stand.ADDS if own is None else Stand.AGREES if other.stance == own.stance
                      else Stand.SUPERSEDES if other.timestamp[:10] > own.timestamp[:10] else Stand.DISPUTES)
             voices.append(Voice(stand, texts.get(aid, ""), other.text, source_name(other.source), other.timestamp[:10]))
+    # A claim of this file that a later revision supersedes (ADR 0009): the revision says what holds now.
+    for u in queries.updates(conn, older=ids):
+        if u.older_id is not None and u.source != identity:
+            voices.append(Voice(Stand.SUPERSEDES, texts.get(u.older_id, u.older_text or ""), u.new_text,
+                                source_name(u.source), u.timestamp[:10]))
     voices.sort(key=lambda v: (v.source, v.said))
     voices.sort(key=lambda v: v.date, reverse=True)  # newest first within each stand (sorts are stable)
     voices.sort(key=lambda v: _ORDER[v.stand])

@@ -106,6 +106,8 @@ def render_topic(concept: dict, files: dict[str, str] | None = None) -> str:
                 implied = " (implied by an alternative)" if s["implied"] else ""
                 lines.append(f"  - {s['stance']}: {s['source_kind']} `{s['source']}` v{s['version']} "
                              f"{s['timestamp'][:10]}{implied}: {clip(s['text'], 200)}")
+            for u in a.get("superseded_by", []):
+                lines.append(f"  - superseded by: {clip(u['by'], 200)} (`{u['source']}`, {u['date']})")
             shifts = [h for h in a.get("history", [])]
             if len({(h["source"], h["stance"]) for h in shifts}) > len({h["source"] for h in shifts}):
                 lines.append("  - history: " + "; ".join(

@@ -48,6 +48,9 @@ def graph_snapshot(path: Path) -> dict[str, object]:
                 "ORDER BY a.key").fetchall(),
             "stances": conn.execute("SELECT count(*) FROM stance_history").fetchone(),
             "relations": conn.execute("SELECT src, dst, kind FROM relations ORDER BY 1, 2, 3").fetchall(),
+            "updates": conn.execute(
+                "SELECT u.rule, n.key, o.key, u.old_text, u.new_text FROM updates u JOIN assertions n ON n.id = u.newer_id "
+                "LEFT JOIN assertions o ON o.id = u.older_id ORDER BY 1, 2, 3, 4, 5").fetchall(),
         }
     finally:
         conn.close()

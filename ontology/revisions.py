@@ -1,0 +1,338 @@
+"""Self-stated revisions: statements that record a change of understanding ("switched from X to Y",
+"Y (was X)", "X replaced by Y", "X, not Y", "originally X … now Y") and the values they name.
+
+Invariant: pure and precision first. A revision needs an unambiguous change wording of its language;
+plans, questions and future forms never count. Old and new values are verbatim spans of the text
+(empty where the wording does not give one). ADR 0009, "Updates and supersession".
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from dataclasses import dataclass
+
+from ontology.removals import IdentifierStance
+from ontology.tokens import has_unspaced
+
+MAX_VALUE_CHARS = 80  # a longer "old value" is prose, not a value
+MAX_VALUE_WORDS = 8
+PAIR_REACH = 2  # "originally …" pairs with a "now …" statement at most this many statements later
+
+
+class RevisionRule(enum.Enum):
+    """How a statement says it revises something (shown beside each update)."""
+
+    FROM_TO = "changed from X to Y"  # changed/switched/migrated from X to Y; 从X改为Y; XからYへ転換; X에서 Y로 변경
+    ARROW = "X → Y with a change word"  # renamed `a` → `b`; X entfernt → Y; X → Y 변경
+    WAS = "Y (was X)"  # (was X), (previously X), (früher X), (antes X), (原为X)
+    REPLACED = "X replaced by Y"  # replaced by/with, Y replaces X, remplacé par, ersetzt durch, 被Y取代
+    INSTEAD = "Y instead of X"  # with a change cue: now/switched …; au lieu de; statt; en lugar de; 改用
+    NOT = "Y, not X"  # (…, not X), (no X), X 아님, 不是X, Xではなく, kein X mehr
+    REMOVED = "X removed"  # an identifier the statement declares removed (ontology.removals)
+    NO_LONGER = "no longer X"  # no longer, nicht mehr, ya no, ne … plus, 不再, もう…ない, 더 이상
+    CORRECTION = "previously thought X, actually Y"  # previously thought, turned out, was wrong, 誤判
+    ORIGINAL_NOW = "originally X … now Y"  # in one statement, or a statement and one of the next two
+
+
+@dataclass(frozen=True)
+class Revision:
+    rule: RevisionRule
+    old: str  # the value that no longer holds, verbatim ("" when the wording does not name it)
+    new: str  # the value that holds now, verbatim ("" when the wording does not name it)
+    older: int | None = None  # ORIGINAL_NOW across statements: index of the older statement
+
+
+# Plans, intentions and questions are not revisions (same spirit as ontology.removals).
+_FUTURE = re.compile(
+    r"\b(?:will|would|should|shall|must|to be|todo|plans? to|planned|planning|need to|needs to|"
+    r"going to|consider|considering|maybe|perhaps|if|when we|propose|proposed|wird|werden|soll|sollte|sollen|"
+    r"geplant|vielleicht|falls|wenn|será|serán|debería|pendiente|quizás|si|sera|seront|devrait|prévu|peut-être)\b"
+    r"|予定|今後|検討|かもしれ|たら|れば|예정|검토|할 것|하자|려고|计划|計劃|打算|准备|準備|考虑|考慮|待定|如果|将来|將來|TODO|\?|？",
+    re.IGNORECASE)
+# Quoted or code values: `x`, "x", “x”, «x», 「x」, 『x』, 'x'.
+_QUOTED = r"(?:`[^`]{1,80}`|\"[^\"]{1,80}\"|“[^”]{1,80}”|«[^»]{1,80}»|「[^」]{1,80}」|『[^』]{1,80}』)"
+# A clause ends at these (a value never crosses them).
+_STOP = r"[,;:.!?()（），；：。！？、]|\s[-\u2013\u2014]\s|\s\+\s"
+_LATIN_VALUE = rf"(?:{_QUOTED}|[^\s,;:.!?()（），；：。！？、\u2013\u2014]+(?:\s+[^\s,;:.!?()（），；：。！？、\u2013\u2014]+){{0,5}}?)"
+_CJK_VALUE = rf"(?:{_QUOTED}|[^,;:.!?()（），；：。！？、「」]{{1,40}}?)"
+
+
+def _re(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern, re.IGNORECASE)
+
+
+_END = rf"(?=\s*(?:$|{_STOP}|\s(?:and|but|because|since|after|in|on|for|y|et|und|pero|mais|aber)\b))"
+_FROM_TO = [
+    _re(rf"\b(?:changed|switched|migrated|moved|pivoted|upgraded|updated|downgraded|renamed|converted|shifted|"
+        rf"went|changes|switches|migrates|moves)\s+(?:(?!from\b)[^\s,;.]+\s+){{0,3}}?from\s+(?P<old>{_LATIN_VALUE})"
+        rf"\s+to\s+(?P<new>{_LATIN_VALUE}){_END}"),
+    _re(rf"\b(?:cambiad[oa]s?|cambió|migrad[oa]s?|migró|pasad[oa]s?|pasó|actualizad[oa]s?|actualizó)\s+"
+        rf"(?:(?!de\b)[^\s,;.]+\s+){{0,2}}?de(?:sde)?\s+(?P<old>{_LATIN_VALUE})\s+a\s+(?P<new>{_LATIN_VALUE}){_END}"),
+    _re(rf"\b(?:changée?s?|passée?s?|migrée?s?|basculée?s?|mise?s? à jour)\s+(?:(?!de\b)[^\s,;.]+\s+){{0,2}}?"
+        rf"d[e']\s*(?P<old>{_LATIN_VALUE})\s+(?:à|vers)\s+(?P<new>{_LATIN_VALUE}){_END}"),
+    _re(rf"\bvon\s+(?P<old>{_LATIN_VALUE})\s+(?:auf|zu|nach)\s+(?P<new>{_LATIN_VALUE})\s+"
+        r"(?:umgestellt|gewechselt|migriert|geändert|aktualisiert|umgezogen|umbenannt)\b"),
+    _re(rf"(?:从|從|由)\s*(?P<old>{_CJK_VALUE})\s*(?:改为|改成|改為|换成|換成|切换到|切換到|切换为|迁移到|遷移到|变为|變為|"
+        rf"升级到|升級到|改用)\s*(?P<new>{_CJK_VALUE})(?=$|{_STOP}|[，。的，以])"),
+    _re(rf"(?P<old>{_CJK_VALUE})\s*から\s*(?P<new>{_CJK_VALUE})\s*(?:へ|に)\s*(?:の)?(?:転換|変更|移行|切り替え|切替|"
+        r"置き換え|置換|乗り換え|移動|アップグレード)"),
+    _re(rf"(?P<old>{_QUOTED}|[^\s,;:.!?()（），；：。！？、]+)\s*에서\s*(?P<new>{_QUOTED}|[^\s,;:.!?()（），；：。！？、]+?)"
+        r"\s*(?:으로|로)\s*(?:변경|전환|이전|교체|마이그레이션|업그레이드|바꿈|바꿨|바뀜|바뀌었)"),
+]
+# "改自X" (zh: "changed from X"): the old value only.
+_CHANGED_FROM_ONLY = [
+    _re(rf"(?:改自|改自于|改自於|变更自|變更自)\s*(?P<old>{_CJK_VALUE})(?=$|{_STOP})"),
+    _re(rf"\b(?:actualizad[oa]s?|updated|upgraded|migrated|changed|switched)\s+(?:desde|from)\s+(?P<old>{_LATIN_VALUE}){_END}"),
+]
+
+_ARROW_RE = re.compile(r"\s*(?:→|->|=>|⇒|⟶)\s*")
+_CHANGE_WORD = _re(
+    r"\b(?:renamed|renames|changed|switched|migrated|moved|replaced|upgraded|updated|removed|dropped|deprecated|"
+    r"geändert|umbenannt|umgestellt|ersetzt|entfernt|gewechselt|gestrichen|cambiad[oa]|renombrad[oa]|migrad[oa]|"
+    r"actualizad[oa]|eliminad[oa]|reemplazad[oa]|changée?|renommée?|migrée?|remplacée?|supprimée?)\b"
+    r"|改为|改成|改名|更名|迁移|遷移|替换|替換|变更|變更|删除|刪除|移除|変更|移行|転換|置き換え|改名|削除|변경|전환|교체|삭제|이름 변경")
+_NUMERIC_ONLY = re.compile(r"^[\s~≈<>≤≥+\-±#$%.,:/0-9a-zA-Z]*\d[\s~≈<>≤≥+\-±#$%.,:/0-9]*[a-zA-Zμ%]{0,3}$")
+
+_WAS_RE = _re(
+    r"[(（]\s*(?:was|were|previously|formerly|originally|used to be|antes|anteriormente|anciennement|auparavant|"
+    r"autrefois|früher|vorher|ehemals|bisher|旧称|旧名|原为|原為|原来是|原來是|原|旧|舊|以前は|元は|이전|기존|구|예전)"
+    r"\s*[:：]?\s*(?P<old>[^()（）]{1,80})[)）]")
+
+_REPLACED = [
+    # X (was|has been) replaced by/with Y
+    _re(rf"(?P<old>{_LATIN_VALUE})\s+(?:(?:was|were|has been|have been|is|are|got|now|since|been|already)\s+)*"
+        rf"(?:replaced|superseded|succeeded)\s+(?:by|with)\s+(?P<new>{_LATIN_VALUE}){_END}"),
+    # replaced X with/by Y (past tense only: "replace X with Y" is a plan or a rule)
+    _re(rf"\breplaced\s+(?P<old>{_LATIN_VALUE})\s+(?:with|by)\s+(?P<new>{_LATIN_VALUE}){_END}"),
+    _re(rf"(?P<new>{_QUOTED}|\S+)\s+(?:now\s+)?(?:replaces|replaced|supersedes|superseded)\s+(?P<old>{_QUOTED}|\S+){_END}"),
+    _re(rf"(?P<old>{_LATIN_VALUE})\s+(?:(?:a|ont|été|est|sont)\s+)*remplacée?s?\s+par\s+(?P<new>{_LATIN_VALUE}){_END}"),
+    _re(rf"(?P<old>{_LATIN_VALUE})\s+(?:(?:wurde|wurden|ist|sind|jetzt)\s+)*ersetzt\s+durch\s+(?P<new>{_LATIN_VALUE}){_END}"),
+    _re(rf"(?P<new>{_QUOTED})\s+ersetzt\s+(?P<old>{_QUOTED})"),
+    _re(rf"(?P<old>{_LATIN_VALUE})\s+(?:(?:fue|fueron|ha sido|han sido|está|ya)\s+)*(?:reemplazad[oa]s?|sustituid[oa]s?)"
+        rf"\s+por\s+(?P<new>{_LATIN_VALUE}){_END}"),
+    _re(rf"(?P<old>{_CJK_VALUE})\s*(?:已被|被|已由|由)\s*(?P<new>{_CJK_VALUE})\s*(?:取代|替代|替换|替換|代替)"),
+    _re(rf"(?:用|以)\s*(?P<new>{_CJK_VALUE})\s*(?:替换|替換|取代|代替)了?\s*(?P<old>{_CJK_VALUE})(?=$|{_STOP})"),
+    _re(rf"(?P<old>{_CJK_VALUE})\s*(?:を|は)\s*(?P<new>{_CJK_VALUE})\s*に\s*(?:置き換え|置換|差し替え|切り替え)"),
+    _re(rf"(?P<old>{_QUOTED}|[^\s,;:.!?()（），；：。！？、]+?)(?:을|를|은|는)\s*(?P<new>{_QUOTED}|[^\s,;:.!?()（），；：。！？、]+?)"
+        r"\s*(?:으로|로)\s*(?:대체|교체)"),
+]
+# "Y instead of X" counts only beside a change cue: "use Y instead of X" alone is a rule, not a revision.
+_INSTEAD = [
+    _re(rf"(?P<new>{_LATIN_VALUE})\s+instead of\s+(?P<old>{_LATIN_VALUE}){_END}"),
+    _re(rf"(?P<new>{_LATIN_VALUE})\s+au lieu d[e']\s*(?P<old>{_LATIN_VALUE}){_END}"),
+    _re(rf"(?P<new>{_LATIN_VALUE})\s+(?:an)?statt\s+(?P<old>{_LATIN_VALUE}){_END}"),
+    _re(rf"(?P<new>{_LATIN_VALUE})\s+en (?:lugar|vez) de\s+(?P<old>{_LATIN_VALUE}){_END}"),
+    _re(rf"(?P<old>{_CJK_VALUE})\s*の代わりに\s*(?P<new>{_CJK_VALUE})(?=$|{_STOP}|を|に|で)"),
+    _re(rf"(?P<old>{_QUOTED}|[^\s,;:.!?()（），；：。！？、]+)\s*대신\s*(?P<new>{_QUOTED}|[^\s,;:.!?()（），；：。！？、]+)"),
+]
+_CHANGE_CUE = _re(
+    r"\b(?:now|switched|moved|changed|migrated|swapped|replaced|went with|chose|decided|settled|jetzt|nun|inzwischen|"
+    r"mittlerweile|umgestellt|gewechselt|ahora|cambiamos|decidimos|maintenant|désormais|décidé)\b"
+    r"|改用|改为|改成|现在|現在|目前|已经|今は|今では|変更|이제|지금|현재|변경")
+# "Y, not X" forms: the old value X is short and specific (a name, a number, a code span).
+_NOT = [
+    _re(rf"[(（][^()（）]*?(?:,|，|;)\s*not\s+(?P<old>[^()（）,;]{{1,60}})[)）]"),  # (Y, not X)
+    _re(rf"(?P<new>{_LATIN_VALUE}),\s+not\s+(?P<old>{_LATIN_VALUE})(?=\s*(?:$|[.;!)]))"),  # Y, not X.
+    _re(r"[(（]\s*(?:no|not|pas|nicht|kein|keine)\s+(?P<old>[^()（）,;]{1,40})[)）]"),  # Y (no X)
+    re.compile(r"\b(?:is|are|was|were|ist|sind)\s+(?:NOT|NICHT|KEIN|KEINE)\s+(?:an?\s+|ein\s+|eine\s+)?"
+               r"(?P<old>[^\s,;:.!?()]+(?:\s[^\s,;:.!?()]+){0,3}?)(?=\s*(?:$|[,;:.!?()]|\s[-\u2013\u2014]\s))"),  # X is NOT Y
+    _re(r"(?P<old>[^\s,;:.!?()（），；：。！？、]+(?:\s[^\s,;:.!?()（），；：。！？、]+){0,2})\s*(?:이|가)?\s*아님"),  # X 아님
+    _re(r"(?P<old>[^\s,;:.!?()（），；：。！？、]+(?:\s[^\s,;:.!?()（），；：。！？、]+){0,2})\s*(?:이|가)?\s*아니라"),
+    _re(r"(?:而)?不是\s*(?P<old>[^\s,;:.!?()（），；：。！？、]{1,30}?)(?=$|[,;:.!?()（），；：。！？、]|而是)"),
+    _re(r"(?P<old>[^\s,;:.!?()（），；：。！？、「」]{1,30}?|「[^」]{1,40}」)\s*ではなく(?:て)?[、,]?\s*(?P<new>[^\s,;:.!?()（），；：。！？、]{1,40})?"),
+    _re(rf"\bkeine?[nmrs]?\s+(?P<old>{_QUOTED}|[^\s,;.]+(?:\s+[^\s,;.]+)?)\s+mehr\b"),
+]
+_NO_LONGER = [
+    _re(rf"(?P<old>{_QUOTED}|[^\s,;:.!?()]+)\s+(?:is|are|was|were)\s+no longer\s+(?:used|needed|supported|valid|true|"
+        r"in use|required|maintained|relevant|running|active|available)\b"),
+    _re(rf"\bno longer\s+(?:use|uses|used|using|need|needs|run|runs|support|supports|call|calls|depend on|depends on)\s+"
+        rf"(?P<old>{_LATIN_VALUE}){_END}"),
+    _re(rf"(?P<old>{_QUOTED}|[^\s,;:.!?()]+)\s+(?:wird|werden|ist|sind)\s+nicht mehr\s+(?:genutzt|benutzt|verwendet|"
+        r"gebraucht|nötig|aktiv|unterstützt)\b"),
+    _re(rf"\bya no\s+(?:se\s+)?(?:usa|usamos|usan|utiliza|necesita|existe)\s+(?P<old>{_LATIN_VALUE}){_END}"),
+    _re(rf"(?P<old>{_QUOTED}|[^\s,;:.!?()]+)\s+(?:is|are)\s+now\s+(?:unused|obsolete|deprecated|dead code|dead)\b"),
+    _re(r"不再\s*(?:使用|用|需要|依赖|依賴|调用|調用)\s*(?P<old>[^\s,;:.!?()（），；：。！？、]{1,30}?)(?=$|[,;:.!?()（），；：。！？、了])"),
+]
+# A belief the author corrects: what was thought (old) and, where given, what holds (the rest).
+_CORRECTION = [
+    _re(r"[(（]\s*(?:which\s+)?(?:we|I|they|it was)\s+(?:previously|originally|initially|first|had)\s+"
+        r"(?:thought|assumed|believed|suspected)\s+(?P<old>[^()（）]{1,120})[)）]"),
+    _re(rf"\b(?:previously|originally|initially|wrongly|mistakenly|erroneously)\s+(?:thought|assumed|believed|"
+        rf"reported|showed|shown|described|documented|stated|claimed)\s+(?P<old>{_LATIN_VALUE}){_END}"),
+    _re(r"[(（]\s*(?:先前|之前|以前|原先)\s*(?:误判|誤判|误以为|誤以為|以为|以為)\s*(?P<old>[^()（）]{1,40})[)）]"),
+    _re(r"(?:先前|之前|以前|原先)\s*(?:误判|誤判|误以为|誤以為)\s*(?P<old>[^\s,;:.!?()（），；：。！？、]{1,30})"),
+    _re(rf"\b(?:was|is|were|are)\s+(?:based on\s+)?(?:an?\s+)?(?:stale|outdated|obsolete|wrong|incorrect|invalid|false)\b"
+        r"|\bturned out to be\b|\bwas an? (?:UNMEASURED|unverified|wrong)\b"),
+]
+# "originally / the original X … now / updated to Y" in one statement.
+_ORIGINAL = _re(
+    r"\b(?:originally|initially|formerly|previously|at first|the original|original|ursprünglich|anfangs|früher|zuvor|"
+    r"originalmente|inicialmente|original|à l'origine|initialement|auparavant)\b|原来|原來|原本|最初|起初|当初|當初|元々|"
+    r"もともと|원래|처음에는|기존")
+_NOW = _re(
+    r"\b(?:now|currently|updated to|changed to|today|jetzt|nun|inzwischen|mittlerweile|aktualisiert auf|ahora|"
+    r"actualizad[oa] a|actualmente|maintenant|désormais|actuellement|mis à jour vers)\b|现在|現在|目前|现已|現已|今は|"
+    r"今では|현재|지금|이제")
+_ORIGINAL_LEAD = _re(
+    r"^\W*(?:(?:the\s+)?original(?:ly)?|initial(?:ly)?|(?:the\s+)?(?:old|previous|first)\s+(?:plan|approach|design|"
+    r"idea|version|direction|model|code)|previously|ursprünglich|anfangs|originalmente|inicialmente|à l'origine|"
+    r"initialement|原来|原來|原本|最初|起初|当初|當初|元々|もともと|원래|처음에는)\b")
+_ORIGINAL_INSIDE = _re(r"\b(?:the\s+original|originally)\b")
+_NOW_LEAD = _re(
+    r"^\W*(?:now|currently|today|instead|(?:the\s+)?(?:current|new|real|actual|corrected)\s+\w+|jetzt|aktuell|"
+    r"derzeit|ahora|actualmente|maintenant|actuellement|désormais|现在|現在|目前|今は|현재|지금|이제)\b"
+    r"|\((?:now|currently) (?:implemented|used|in use)\)")
+
+
+def _clip(value: str) -> str:
+    return value.strip().strip(",;:").strip()
+
+
+def _usable(value: str) -> bool:
+    value = _clip(value)
+    return 0 < len(value) <= MAX_VALUE_CHARS and len(value.split()) <= MAX_VALUE_WORDS
+
+
+def _span_before(text: str, end: int) -> str:
+    """The value right before position `end`: a quoted or code span, else back to the clause start."""
+    head = text[:end].rstrip()
+    quoted = re.search(_QUOTED + r"\s*$", head)
+    if quoted:
+        return quoted.group(0).strip()
+    start = max((m.end() for m in re.finditer(_STOP, head)), default=0)
+    return _clip(head[start:])
+
+
+def _span_after(text: str, start: int) -> str:
+    """The value right after `start`: up to the clause end, or the quoted span it starts with when
+    the clause is longer than a value."""
+    tail = text[start:].lstrip()
+    stop = re.search(_STOP, _mask_code(tail))
+    clause = _clip(tail[:stop.start()] if stop else tail)
+    quoted = re.match(_QUOTED, tail)
+    return quoted.group(0) if quoted and not _usable(clause) else clause
+
+
+def _mask_code(text: str) -> str:
+    """Code spans blanked (same length), so clause punctuation inside them does not cut a value."""
+    return re.sub(r"`[^`]+`", lambda m: "`" + "x" * (len(m.group(0)) - 2) + "`", text)
+
+
+def _add(out: list[Revision], rule: RevisionRule, old: str, new: str) -> None:
+    old, new = _clip(old), _clip(new)
+    if old and (old == new or not _usable(old)):
+        return
+    if new and not _usable(new):
+        new = ""
+    if (old or new) and not any(r.rule is rule and r.old == old and (old or r.new == new) for r in out):
+        out.append(Revision(rule, old, new))
+
+
+def revisions(text: str, identifiers: tuple[tuple[str, IdentifierStance], ...] = ()) -> tuple[Revision, ...]:
+    """The revisions one statement records (its own wording only; see `paired` for two statements)."""
+    if _FUTURE.search(text):
+        return ()
+    out: list[Revision] = []
+    for pattern in _FROM_TO:
+        for m in pattern.finditer(text):
+            _add(out, RevisionRule.FROM_TO, m.group("old"), m.group("new"))
+    if not out:  # "changed from X" alone, when no "from X to Y" was read
+        for pattern in _CHANGED_FROM_ONLY:
+            for m in pattern.finditer(text):
+                _add(out, RevisionRule.FROM_TO, m.group("old"), "")
+    for m in _ARROW_RE.finditer(text):
+        old, new = _span_before(text, m.start()), _span_after(text, m.end())
+        near = text[max(0, m.start() - len(old) - 24):m.end() + len(new) + 24]
+        if old and new and _CHANGE_WORD.search(near) and not (_NUMERIC_ONLY.match(old) and _NUMERIC_ONLY.match(new)):
+            for word in _CHANGE_WORD.finditer(old):  # "X entfernt → Y": the old value is X
+                if word.end() >= len(old) - 1:
+                    old = old[:word.start()]
+            _add(out, RevisionRule.ARROW, re.sub(r"^(?:renamed|umbenannt|renombrad[oa]|renommée?)\s+", "", old,
+                                                 flags=re.IGNORECASE), new)
+    for m in _WAS_RE.finditer(text):
+        old = m.group("old")
+        if old.startswith("`"):
+            spans = list(re.finditer(r"`[^`]+`", text[:m.start()]))
+            new = spans[-1].group(0) if spans else _span_before(text, m.start())
+        else:
+            new = _span_before(text, m.start())
+        _add(out, RevisionRule.WAS, old, new)
+    for pattern in _REPLACED:
+        for m in pattern.finditer(text):
+            _add(out, RevisionRule.REPLACED, m.group("old"), m.group("new"))
+    if _CHANGE_CUE.search(text):
+        for pattern in _INSTEAD:
+            for m in pattern.finditer(text):
+                _add(out, RevisionRule.INSTEAD, m.group("old"), m.group("new"))
+    for pattern in _NOT:  # the negation is the wording itself, whatever the statement's polarity
+        for m in pattern.finditer(text):
+            old = m.group("old")
+            if specific_value(old):
+                new = m.groupdict().get("new") or _span_before(text, _paren_start(text, m.start()))
+                _add(out, RevisionRule.NOT, old, new or "")
+    for pattern in _NO_LONGER:
+        for m in pattern.finditer(text):
+            _add(out, RevisionRule.NO_LONGER, m.group("old"), "")
+    for ident, stance in identifiers:
+        if stance is IdentifierStance.REMOVED and not any(ident in r.old for r in out):
+            _add(out, RevisionRule.REMOVED, f"`{ident}`" if f"`{ident}`" in text else ident, "")
+    for pattern in _CORRECTION:
+        m = pattern.search(text)
+        if m:
+            old = m.groupdict().get("old") or ""
+            new = _PAREN_ANY.sub(" ", text).strip() if old and m.group(0).startswith(("(", "（")) else ""
+            new = re.sub(r"\s+", " ", new) if new else ""
+            if old and _usable(old):
+                _add(out, RevisionRule.CORRECTION, old, new if _usable(new) else "")
+            else:  # the wording names no value: the statement itself is the correction
+                out.append(Revision(RevisionRule.CORRECTION, "", text))
+            break
+    original, now = _ORIGINAL.search(text), _NOW.search(text)
+    if original and now and now.start() > original.end():
+        old = text[original.end():now.start()]
+        new = _span_after(text, now.end())
+        _add(out, RevisionRule.ORIGINAL_NOW, _clip(old.strip(" ;,—-")) if _usable(old) else "", new)
+    return tuple(out)
+
+
+_PAREN_ANY = re.compile(r"\s*[(（][^()（）]*[)）]")
+
+
+def _paren_start(text: str, pos: int) -> int:
+    """Where the parenthesis holding `pos` opens (the new value sits before it), else `pos`."""
+    if pos < len(text) and text[pos] in "(（":
+        return pos
+    opened = max(text.rfind("(", 0, pos + 1), text.rfind("（", 0, pos + 1))
+    closed = max(text.rfind(")", 0, pos + 1), text.rfind("）", 0, pos + 1))
+    return opened if opened > closed else pos
+
+
+_SPECIFIC = re.compile(r"`|[A-Z]|\d|[_./]")
+
+
+def specific_value(value: str) -> bool:
+    """A short value that names something: a code span, a name with a capital, a number, or a run of a
+    script without spaces; a plain lower-case phrase ("local time") is not specific enough."""
+    value = _clip(value)
+    if not _usable(value) or len(value.split()) > 4:
+        return False
+    return _SPECIFIC.search(value) is not None or (has_unspaced(value) and len(value) >= 2) or any(
+        "\uac00" <= ch <= "\ud7af" for ch in value)
+
+
+def paired(texts: list[str]) -> list[tuple[int, int, Revision]]:
+    """(older index, newer index, revision) for a statement that states an original plan or design
+    ("Original plan: …", "the original code used …") and one of the next PAIR_REACH statements that
+    states what holds now ("Current direction: …", "Now …", "The real model (now implemented) …")."""
+    out: list[tuple[int, int, Revision]] = []
+    for i, text in enumerate(texts):
+        if not (_ORIGINAL_LEAD.search(text) or _ORIGINAL_INSIDE.search(text)) or _FUTURE.search(text):
+            continue
+        if _NOW.search(text):
+            continue  # one statement says both: `revisions` reads it
+        for j in range(i + 1, min(len(texts), i + 1 + PAIR_REACH)):
+            if _NOW_LEAD.search(texts[j]) and not _FUTURE.search(texts[j]):
+                out.append((i, j, Revision(RevisionRule.ORIGINAL_NOW, text, texts[j], older=i)))
+                break
+    return out

@@ -1,0 +1,179 @@
+"""Which claims of other sources a recorded revision supersedes: a claim that still states the old
+value of a revision ("deploy: GitHub → Cloudflare Pages" after "Cloudflare Workers (not Pages)").
+
+Invariant: precision first and symmetric. A claim is superseded only when it contains the revision's
+old value verbatim (whole words), does not also state the new value, is not itself a revision or a
+negation, shares a specific name or identifier with the revising statement (two for a bare number),
+beside the value (the name qualifies the value in both statements: "Cloudflare Pages", "Expo SDK 52"),
+and its source is not newer than the reviser's (by day). Read-only: the writer records the matches.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from dataclasses import dataclass
+
+from ontology.revisions import RevisionRule, revisions, specific_value
+
+SELF_PREFIX = "revision:"  # rows a statement records about itself
+CROSS_PREFIX = "old-value:"  # rows where another source's claim states a revision's old value
+MIN_SHARED_NAMES = 1
+MIN_SHARED_NAMES_NUMERIC = 2  # "52" alone says little: "Expo SDK 52" needs "Expo" and "SDK" shared
+NEAR_CHARS = 24  # a shared name counts only this close to the value it qualifies
+
+# Rules whose old value is a value (not a whole statement) and can be looked for elsewhere.
+_CROSSABLE = frozenset({RevisionRule.FROM_TO, RevisionRule.ARROW, RevisionRule.WAS, RevisionRule.REPLACED,
+                        RevisionRule.INSTEAD, RevisionRule.NOT})
+_QUOTES = "`\"“”«»「」『』' "
+_NAME_RE = re.compile(r"`([^`]{2,80})`|(?<![\w])([A-Za-z][\w.+#/\-]*[\w+#])")
+_NUMERIC_RE = re.compile(r"^[\d\s.,:/~≈<>+\-±%]+$")
+# Capitalized words that open sentences or name nothing specific.
+_COMMON = frozenset(
+    "the this that these those it its we our you your they a an and or but if when then now also not no use uses "
+    "used using see note new old all any each every one two first last next same other more most some such only "
+    "all les la le el los las der die das ein eine und und mit para por pour avec kein keine nicht".split())
+
+
+@dataclass(frozen=True)
+class Match:
+    source_id: int  # the reviser (owner of the row)
+    artifact_id: int
+    newer_id: int
+    older_id: int
+    older_source_id: int
+    rule: str
+    old_text: str  # the superseded claim as its source said it
+    new_text: str  # the revising statement
+
+
+def rule_name(rule: RevisionRule) -> str:
+    return SELF_PREFIX + rule.name.lower()
+
+
+def _rule_of(name: str) -> RevisionRule | None:
+    if not name.startswith(SELF_PREFIX):
+        return None
+    try:
+        return RevisionRule[name[len(SELF_PREFIX):].upper()]
+    except KeyError:
+        return None
+
+
+def _core(value: str) -> str:
+    return value.strip().strip(_QUOTES).strip()
+
+
+def _name_spans(text: str) -> list[tuple[int, int, str]]:
+    """Specific names of a statement with their places: code spans, and words with an inner capital,
+    a digit or `_./`, or a capital not opening the statement or a sentence (a value after `key:` may
+open with a name) (casefolded)."""
+    out: list[tuple[int, int, str]] = []
+    for m in _NAME_RE.finditer(text):
+        if m.group(1):
+            out.append((m.start(), m.end(), m.group(1).casefold()))
+            continue
+        word = m.group(2)
+        if len(word) < 3 or word.casefold() in _COMMON:
+            continue
+        inner = any(ch.isupper() for ch in word[1:]) or any(ch.isdigit() or ch in "_./" for ch in word)
+        opening = not text[:m.start()].rstrip(" *_\"'“(") or text[:m.start()].rstrip(" *_\"'“(")[-1] in ".!?。！？\n"
+        if inner or (word[0].isupper() and not opening):
+            out.append((m.start(), m.end(), word.casefold()))
+    return out
+
+
+def _names(text: str) -> set[str]:
+    return {name for _, _, name in _name_spans(text)}
+
+
+def _words(value: str) -> set[str]:
+    """Every word and code span of a value, casefolded: never a name shared *beside* it."""
+    return {m.group(1).casefold() if m.group(1) else m.group(2).casefold() for m in _NAME_RE.finditer(value)}
+
+
+def _occurrences(text: str, core: str) -> list[tuple[int, int]]:
+    """Where `core` occurs in `text` as whole words (as a substring for scripts without spaces)."""
+    if not core:
+        return []
+    if not core.isascii():
+        return [(m.start(), m.end()) for m in re.finditer(re.escape(core), text)]
+    return [(m.start(), m.end()) for m in re.finditer(rf"(?<![\w/.\-]){re.escape(core)}(?![\w/\-])", text)]
+
+
+def _near_names(text: str, spans: list[tuple[int, int]]) -> set[str]:
+    """The names that start or end within NEAR_CHARS of one of the spans."""
+    names = _name_spans(text)
+    return {name for start, end in spans for n_start, n_end, name in names
+            if n_end >= start - NEAR_CHARS and n_start <= end + NEAR_CHARS}
+
+
+@dataclass(frozen=True)
+class _Revision:
+    source_id: int
+    artifact_id: int
+    newer_id: int
+    rule: RevisionRule
+    core: str
+    new_core: str
+    text: str  # the revising statement as its source said it
+    names: frozenset[str]  # specific names beside the old or the new value in the revising statement
+    day: str
+
+
+def _revisions(conn: sqlite3.Connection, where: str, args: tuple) -> list[_Revision]:
+    out: list[_Revision] = []
+    for source_id, artifact_id, newer_id, rule, old, new, text, ts in conn.execute(
+            "SELECT u.source_id, u.artifact_id, u.newer_id, u.rule, u.old_text, u.new_text, st.text, s.current_ts "
+            "FROM updates u JOIN stances st ON st.assertion_id = u.newer_id AND st.source_id = u.source_id "
+            f"JOIN sources s ON s.id = u.source_id WHERE u.older_id IS NULL AND {where} ORDER BY u.id", args):
+        parsed = _rule_of(rule)
+        core = _core(old)
+        if parsed not in _CROSSABLE or not core or not specific_value(core):
+            continue
+        near = _near_names(text, _occurrences(text, core) + _occurrences(text, _core(new)))
+        names = frozenset(near - _words(core))
+        out.append(_Revision(source_id, artifact_id, newer_id, parsed, core, _core(new), text, names, (ts or "")[:10]))
+    return out
+
+
+def _supersedes(rev: _Revision, text: str) -> bool:
+    found = _occurrences(text, rev.core)
+    if not found or (rev.new_core and len(rev.new_core) <= 40 and _occurrences(text, rev.new_core)):
+        return False
+    need = MIN_SHARED_NAMES_NUMERIC if _NUMERIC_RE.match(rev.core) else MIN_SHARED_NAMES
+    if len(rev.names & (_near_names(text, found) - _words(rev.core))) < need:
+        return False
+    # A claim that itself revises or denies the old value agrees with the revision.
+    return not any(rev.core in r.old or r.old in rev.core for r in revisions(text) if r.old)
+
+
+def _match(rev: _Revision, older_id: int, older_source: int, text: str, day: str) -> Match | None:
+    if older_id == rev.newer_id or (day or "")[:10] > rev.day or not _supersedes(rev, text):
+        return None
+    return Match(rev.source_id, rev.artifact_id, rev.newer_id, older_id, older_source,
+                 CROSS_PREFIX + rev.rule.name.lower(), text, rev.text)
+
+
+def matches(conn: sqlite3.Connection, source_id: int) -> list[Match]:
+    """Claims superseded by a revision, in both directions for one source: its revisions against
+    every current claim (its own other claims too: a file that says "not Pages" and, in a stale line,
+    "Cloudflare Pages"), and other sources' revisions against its current claims."""
+    out: list[Match] = []
+    for rev in _revisions(conn, "u.source_id = ?", (source_id,)):
+        for older_id, older_source, text, ts in conn.execute(
+                "SELECT st.assertion_id, st.source_id, st.text, s.current_ts FROM stances st JOIN sources s "
+                "ON s.id = st.source_id WHERE st.stance = 1 AND instr(st.text, ?) > 0 "
+                "ORDER BY st.assertion_id, st.source_id", (rev.core,)):
+            if (found := _match(rev, older_id, older_source, text, ts)) is not None:
+                out.append(found)
+    others = _revisions(conn, "u.source_id != ?", (source_id,))
+    if others:
+        own = conn.execute("SELECT st.assertion_id, st.text, s.current_ts FROM stances st JOIN sources s "
+                           "ON s.id = st.source_id WHERE st.source_id = ? AND st.stance = 1 ORDER BY st.assertion_id",
+                           (source_id,)).fetchall()
+        for rev in others:
+            for older_id, text, ts in own:
+                if rev.core in text and (found := _match(rev, older_id, source_id, text, ts)) is not None:
+                    out.append(found)
+    return out

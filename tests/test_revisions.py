@@ -1,0 +1,139 @@
+"""Updates and supersession (ADR 0009): statements that record a change of their own ("switched from
+X to Y", "(was X)", "X, not Y", "originally … now …") in every corpus language, and the claims of
+other sources that still state the old value, through a real graph; both arrival orders, a new
+version, a tombstone and a rebuild."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from conftest import FIXTURES, graph_snapshot
+from ontology import queries
+from ontology.artifact import Channel
+from ontology.ingest import Ontology
+from projection.snapshot import memory_topic
+from projection.topic import Stand, render_memory_topic, render_topic
+
+FOLDER = FIXTURES / "claims" / "revisions"
+DISPUTED = ("CONTESTED", "CONTRADICTORY")
+
+# (file, rule, old value, new value) of every revision a statement states about itself.
+SELF_STATED = {
+    ("project_auth_zh.md", "revision:from_to", '最初的"Session Cookie"方案', '"Bearer Token"'),
+    ("project_cache_fr.md", "revision:replaced", "Le cache Memcached", "Valkey"),
+    ("project_deploy_ko.md", "revision:from_to", "`compose`", "`k8s`"),
+    ("project_deploy_ko.md", "revision:not", "Lambda", "Fargate 작업"),
+    ("project_hosting_now.md", "revision:not", "AWS Lambda", "AWS Fargate tasks"),
+    ("project_hosting_now.md", "revision:from_to", "session cookies", "Bearer tokens"),
+    ("project_hosting_now.md", "revision:was", "`/orders`", "`/my-orders`"),
+    ("project_hosting_now.md", "revision:replaced", "The legacy importer", "the streaming loader"),
+    ("project_hosting_now.md", "revision:correction", "was the bottleneck", "The report cache actually costs 2 ms"),
+    ("project_pivot.md", "revision:original_now", "Original plan: build a custom scheduler on cron jobs",
+     "Current direction (as of 2026-03-01): adopt Temporal workflows and drop the custom scheduler"),
+    ("project_schema_es.md", "revision:original_now", "tenía `created_on`", "`created_at`"),
+    ("project_schema_es.md", "revision:not", "20", "Se instaló Node 22"),
+    ("project_search_de.md", "revision:from_to", "`grep`", "`ripgrep`"),
+    ("project_search_de.md", "revision:not", "`legacyMode`", ""),
+    ("project_search_ja.md", "revision:from_to", "「全文検索」", "「ベクトル検索」"),
+}
+STALE = "API handlers run on AWS Lambda behind the Kong gateway"
+REVISION = "Hosting model for the Kong gateway: AWS Fargate tasks (current setup, not AWS Lambda)"
+
+
+def _ingest(onto: Ontology, names: list[str] | None = None) -> None:
+    paths = sorted(FOLDER.glob("*.md"))
+    if names is not None:
+        by_name = {p.name: p for p in paths}
+        paths = [by_name[n] for n in names]
+    results = onto.ingest_paths(paths, Channel.CLI)
+    assert all(r.status.value in ("new", "updated") for r in results), results
+
+
+def _self_stated(onto: Ontology) -> set[tuple[str, str, str, str]]:
+    with onto.reader() as conn:
+        return {(u.filename, u.rule, u.old_text, u.new_text) for u in queries.updates(conn)
+                if u.rule.startswith("revision:")}
+
+
+def _superseded(onto: Ontology) -> set[tuple[str, str, str, str]]:
+    """(older claim, its file, newer claim, its file) of every claim another statement supersedes."""
+    with onto.reader() as conn:
+        return {(u.older_text, u.older_filename, u.newer_text, u.filename) for u in queries.updates(conn)
+                if u.older_id is not None and u.older_filename != u.filename}
+
+
+def test_a_statement_that_records_a_change_is_an_update_with_its_rule_and_both_values(onto):
+    _ingest(onto)
+    assert _self_stated(onto) == SELF_STATED
+    # Not updates: plans ("will switch", 计划, 予定), questions, an arrow without a change word, a rule
+    # ("prefer X instead of Y"), a generic "not" ("UTC, not local time").
+    with onto.reader() as conn:
+        assert not [a.text for a in queries.assertions(conn) if a.status in DISPUTED]
+
+
+def test_a_claim_stating_the_old_value_is_superseded_whichever_file_arrives_first(tmp_path: Path):
+    names = sorted(p.name for p in FOLDER.glob("*.md"))
+    graphs = []
+    for label, order in (("forward", names), ("reverse", names[::-1])):
+        onto = Ontology(tmp_path / label, "claims", create=True)
+        _ingest(onto, order)
+        assert _superseded(onto) == {(STALE, "project_hosting.md", REVISION, "project_hosting_now.md")}
+        with onto.reader() as conn:
+            # Not a dispute: the older claim keeps its label and names what replaced it.
+            claims = {a.text: a for a in queries.assertions(conn)}
+            assert claims[STALE].status == "INSUFFICIENT_DATA"
+            concept = queries.concept(conn, "project-hosting")
+            stale = next(a for a in concept["assertions"] if a["text"] == STALE)
+            assert [(u["by"], u["source"].rsplit("/", 1)[-1], u["rule"]) for u in stale["superseded_by"]] == [
+                (REVISION, "project_hosting_now.md", "old-value:not")]
+            others = [a for a in concept["assertions"] if a["text"] != STALE]
+            assert others and not any(a["superseded_by"] for a in others)  # Redis Streams, the Git → CI flow
+        graphs.append(graph_snapshot(onto.paths.database))
+        onto.close()
+    assert graphs[0]["updates"] == graphs[1]["updates"]
+
+
+def test_the_topic_appendix_and_the_generated_topic_say_superseded_by_whom(onto):
+    _ingest(onto)
+    with onto.reader() as conn:
+        topic = memory_topic(conn, "project_hosting.md")
+        assert topic is not None
+        voice = next(v for v in topic.voices if v.stand is Stand.SUPERSEDES)
+        assert (voice.claim, voice.said, voice.source) == (STALE, REVISION, "project_hosting_now.md")
+        appendix = render_memory_topic(topic).split("kgbridge)", 1)[1]
+        assert "project_hosting_now.md" in appendix and "supersedes" in appendix and STALE in appendix
+        assert render_memory_topic(topic).startswith((FOLDER / "project_hosting.md").read_text(encoding="utf-8").rstrip())
+        generated = render_topic(queries.concept(conn, "project-hosting"))
+        assert f"superseded by: {REVISION}" in generated
+
+
+def test_a_new_version_without_the_old_value_or_a_tombstone_ends_the_supersession(onto, tmp_path: Path):
+    _ingest(onto)
+    stale_file = tmp_path / "project_hosting.md"
+    stale_file.write_text((FOLDER / "project_hosting.md").read_text(encoding="utf-8").replace(
+        "- API handlers run on AWS Lambda behind the Kong gateway.\n", ""), encoding="utf-8")
+    assert onto.ingest_paths([stale_file])[0].status.value == "new"
+    assert _superseded(onto) == set()
+    onto.ingest_paths([FOLDER / "project_hosting.md"])  # the stale line is back: superseded again
+    assert len(_superseded(onto)) == 1
+    tombstone = b'{"kgbridge": "tombstone", "file": "project_hosting_now.md", "at": "2026-11-30T04:00:00Z"}'
+    assert onto.ingest("tombstone.0123456789ab.project_hosting_now.md", tombstone, Channel.CLI).status.value == "new"
+    assert _superseded(onto) == set()
+    assert not {row for row in _self_stated(onto) if row[0] == "project_hosting_now.md"}
+    assert onto.ingest_paths([FOLDER / "project_hosting_now.md"])[0].status.value == "new"
+    assert len(_superseded(onto)) == 1
+
+
+def test_a_rebuild_regenerates_the_same_updates(onto):
+    _ingest(onto)
+    def dump() -> list[tuple]:
+        conn = sqlite3.connect(onto.paths.database)
+        try:
+            return conn.execute("SELECT * FROM updates ORDER BY id").fetchall()
+        finally:
+            conn.close()
+    before = dump()
+    assert len(before) == len(SELF_STATED) + 1  # and the superseded Lambda claim
+    onto.rebuild()
+    assert dump() == before

@@ -15,6 +15,7 @@ import os
 import re
 import sys
 import time
+from collections import namedtuple
 from pathlib import Path
 
 from kgbridge import forgetting
@@ -32,7 +33,10 @@ from projection.mounts import fuse_mounts
 EDIT_READ_TIMEOUT_S = 2.0
 
 WRITE_TOOLS = frozenset({"Write", "Edit", "MultiEdit"})
-_PATCH_HEADER = re.compile(r"^\*\*\* (?:Add File|Update File|Move to): (.+?)\s*$", re.MULTILINE)
+_PATCH_HEADER = re.compile(r"^\*\*\* (Add File|Update File|Delete File|Move to): (.+?)\s*$", re.MULTILINE)
+# Codex's own memory store, under codex_memories() (ADR 0010).
+CODEX_SUMMARY = "memory_summary.md"
+CODEX_NOTES = Path("extensions", "ad_hoc", "notes")
 
 
 def log(message: str) -> None:
@@ -70,21 +74,41 @@ def projection_mounted(directory: Path) -> bool:
     return os.path.abspath(directory) in {os.path.abspath(p) for p in fuse_mounts()}
 
 
-def edited_paths(payload: dict, harness: str) -> list[Path]:
-    """Files a PostToolUse changed: `tool_input.file_path`, or an apply_patch's file headers."""
+class Changed(namedtuple("Changed", "written removed moved_in moved_from")):
+    """What one tool call did to files (lists of paths): wrote them, removed them (deleted, or renamed
+    away), or renamed them into place (`moved_in[i]` came from `moved_from[i]`). A namedtuple keeps
+    `typing` out of the hook's start-up."""
+
+    __slots__ = ()
+
+
+def edited_paths(payload: dict, harness: str) -> Changed:
+    """Files a PostToolUse changed: `tool_input.file_path`, or an apply_patch's file headers
+    (`Update File: a` then `Move to: b` renames a to b)."""
+    changed = Changed([], [], [], [])
     tool_input = payload.get("tool_input") or {}
     if not isinstance(tool_input, dict):
-        return []
+        return changed
     cwd = Path(payload.get("cwd") or os.getcwd())
     tool = payload.get("tool_name") or ""
     if tool in WRITE_TOOLS and isinstance(tool_input.get("file_path"), str):
-        return [cwd / tool_input["file_path"]]
-    if tool == "apply_patch" or harness == Harness.CODEX:
+        changed.written.append(cwd / tool_input["file_path"])
+    elif tool == "apply_patch" or harness == Harness.CODEX:
         patch = tool_input.get("command") or tool_input.get("patch") or tool_input.get("input") or ""
         if isinstance(patch, list):
             patch = "\n".join(str(part) for part in patch)
-        return [cwd / match for match in _PATCH_HEADER.findall(str(patch))]
-    return []
+        for header, name in _PATCH_HEADER.findall(str(patch)):
+            path = cwd / name
+            if header == "Delete File":
+                changed.removed.append(path)
+            elif header == "Move to" and changed.written:
+                source = changed.written.pop()
+                changed.removed.append(source)
+                changed.moved_from.append(source)
+                changed.moved_in.append(path)
+            else:
+                changed.written.append(path)
+    return changed
 
 
 def _memory_files(directory: Path) -> list[Path]:
@@ -104,8 +128,28 @@ def codex_memory_files() -> list[Path]:
     """Codex's own memory: the summary injected at every session start and the notes "remember"
     requests append. Per user, so each active project it works in receives them (ADR 0010)."""
     root = codex_memories()
-    summary = root / "memory_summary.md"
-    return ([summary] if summary.is_file() else []) + _memory_files(root / "extensions" / "ad_hoc" / "notes")
+    summary = root / CODEX_SUMMARY
+    return ([summary] if summary.is_file() else []) + _memory_files(root / CODEX_NOTES)
+
+
+def codex_memory_file(path: Path) -> bool:
+    """Is `path` one of Codex's own memory files (its summary, or an ad-hoc note)? Lexical only."""
+    root, parent = os.path.abspath(codex_memories()), os.path.abspath(path.parent)
+    return path.suffix == ".md" and (parent == os.path.join(root, CODEX_NOTES) or
+                                     (parent == root and path.name == CODEX_SUMMARY))
+
+
+def codex_memory_listing() -> tuple[list[Path], frozenset[str] | None] | None:
+    """Codex's memory files for the rescan's comparison, and the names that listing answers for (None:
+    all of them; only the summary when the notes directory cannot be listed). None when the store
+    itself cannot be read: never taken for an empty one."""
+    root = codex_memories()
+    if forgetting.listing(root) is None:
+        return None
+    notes = forgetting.listing(root / CODEX_NOTES)
+    summary = root / CODEX_SUMMARY
+    return ([summary] if summary.is_file() else []) + (notes or []), \
+        None if notes is not None else frozenset({CODEX_SUMMARY})
 
 
 def read_artifact(path: Path) -> bytes | None:
@@ -119,17 +163,22 @@ def read_artifact(path: Path) -> bytes | None:
         return None
 
 
-def forget_vanished(state: ProjectState, files: list[Path], delivered: Delivered, waiting: set[str]) -> set[str]:
-    """Queue a tombstone for each memory file delivered before and gone now, or a move when a new
-    file carries its content (docs/adr/0012); remember what the folder holds. Returns the new names a
-    move carries. An outbox that cannot be written leaves the memory of the folder as it was."""
+def forget_vanished(state: ProjectState, files: list[Path], delivered: Delivered, waiting: set[str],
+                    folder: forgetting.Folder = forgetting.Folder.CLAUDE,
+                    answers_for: frozenset[str] | None = None) -> set[str]:
+    """Queue a tombstone for each memory file of `folder` delivered before and gone now, or a move
+    when a new file carries its content (docs/adr/0012); remember what the folder holds. `files` says
+    nothing of known names outside `answers_for` (a part of the folder that could not be listed).
+    Returns the new names a move carries. An outbox that cannot be written leaves the memory of the
+    folder as it was."""
     from ontology.clock import utc_now
 
     present = {p.name: read_artifact(p) for p in files}  # None: there, but unreadable now
     readable = {name: data for name, data in present.items() if data is not None}
-    known = forgetting.KnownFiles(state)
+    known = forgetting.KnownFiles(state, folder)
+    unlisted = set() if answers_for is None else {n for n in known.files if n not in answers_for}
     moved: set[str] = set()
-    for gone, successor in forgetting.vanished(known, present.keys(), readable):
+    for gone, successor in forgetting.vanished(known, present.keys() | unlisted, readable):
         at = utc_now()
         try:
             if successor is None:
@@ -155,12 +204,12 @@ def forget_vanished(state: ProjectState, files: list[Path], delivered: Delivered
     return moved
 
 
-def remember(state: ProjectState, name: str, data: bytes) -> None:
+def remember(state: ProjectState, name: str, data: bytes, folder: forgetting.Folder) -> None:
     """A memory file handed over by the hook: the rescan will know if it is gone by then. Best effort
     and lock-free (the hook never waits on the worker): a lost update only means the next rescan
     learns the file itself."""
     try:
-        known = forgetting.KnownFiles(state)
+        known = forgetting.KnownFiles(state, folder)
         known.files[name] = forgetting.fingerprint(data)
         known.save()
     except OSError:
@@ -190,8 +239,15 @@ def rescan(project: Project, detection: Detection, harness: str = Harness.CLAUDE
                 files = [p for p in files if p.name not in moved]
             sources += [("memory", p) for p in files or ()]
         sources += [("ledger", p) for p in _memory_files(project.ledger_dir)]
-        if harness == Harness.CODEX:
-            sources += [("memory", p) for p in codex_memory_files()]
+        # Codex's store, for a Codex session, and for `flush` once Codex has delivered here (ADR 0012).
+        if harness == Harness.CODEX or (state.dir / forgetting.Folder.CODEX).exists():
+            codex = codex_memory_listing()
+            if codex is not None and (detection.active or state.is_known()):
+                files, answers_for = codex
+                moved = forget_vanished(state, files, delivered, waiting, forgetting.Folder.CODEX, answers_for)
+                sources += [("memory", p) for p in files if p.name not in moved]
+            else:
+                sources += [("memory", p) for p in codex_memory_files()]
         direct, unsent, problem = 0, 0, None
         for kind, path in sources:
             data = read_artifact(path)
@@ -272,17 +328,17 @@ def spawn_worker(cwd: str, harness: str, *, rescan_first: bool = False) -> None:
     detach([sys.executable, "-m", "kgbridge.hook", "--worker" if rescan_first else "--drain", cwd, "--harness", harness])
 
 
-def capture_files(project: Project, paths: list[Path], harness: str) -> None:
+def capture_files(project: Project, paths: list[Path], harness: str, *, rescan_wanted: bool = False) -> None:
     """PostToolUse: hand each edited memory file over. Only local work happens here (a capped read
     of a regular file, an atomic write); a file behind FUSE, where a read could hang, is read by a
-    rescanning worker instead."""
+    rescanning worker instead, and so is a deletion or rename (`rescan_wanted`: the rescan compares
+    the folder and sends the tombstone or move)."""
     state = ProjectState(project.slug)
     drop_dir = local_drop_dir(project)
     if drop_dir is None and not state.is_known():
         return  # never activated: a silent no-op
     delivered = state.delivered()
     outcomes: set[Outcome] = set()
-    rescan_wanted = False
     for path in paths:
         if behind_fuse(path):
             rescan_wanted = True
@@ -292,7 +348,9 @@ def capture_files(project: Project, paths: list[Path], harness: str) -> None:
             outcome = hand_over(state, drop_dir, "memory", path.name, data, delivered)
             outcomes.add(outcome)
             if outcome is not Outcome.UNSAVED and _inside(path, project.memory_dir):
-                remember(state, path.name, data)
+                remember(state, path.name, data, forgetting.Folder.CLAUDE)
+            elif outcome is not Outcome.UNSAVED and harness == Harness.CODEX and codex_memory_file(path):
+                remember(state, path.name, data, forgetting.Folder.CODEX)
     if rescan_wanted or Outcome.UNSAVED in outcomes:
         spawn_worker(str(project.root), harness, rescan_first=True)
     elif Outcome.OUTBOX in outcomes:
@@ -494,10 +552,14 @@ def handle(payload: dict, harness: str, deadline: float) -> dict | None:
         memory_dirs = [] if projection_mounted(project.memory_dir) else [project.memory_dir]
         if harness == Harness.CODEX:
             memory_dirs.append(codex_memories())
-        targets = [p for p in edited_paths(payload, harness)
-                   if p.suffix == ".md" and any(_inside(p, d) for d in memory_dirs)]
-        if targets and not vetoed(project):
-            capture_files(project, targets, harness)
+        changed = edited_paths(payload, harness)
+        ours = [p for p in changed.removed if p.suffix == ".md" and any(_inside(p, d) for d in memory_dirs)]
+        # A memory file renamed within the folders is a move, which the rescan pairs up; one renamed
+        # in from elsewhere is new.
+        written = changed.written + [p for p, q in zip(changed.moved_in, changed.moved_from) if q not in ours]
+        targets = [p for p in written if p.suffix == ".md" and any(_inside(p, d) for d in memory_dirs)]
+        if (targets or ours) and not vetoed(project):
+            capture_files(project, targets, harness, rescan_wanted=bool(ours))
     return None
 
 

@@ -1,9 +1,9 @@
-"""Forgetting: what the memory folder held when we last delivered from it, and what is gone since.
+"""Forgetting: what a memory folder held when we last delivered from it, and what is gone since.
 
 A file that vanished is sent as a tombstone; one that vanished while a new file carries its content
-(same bytes, or the same frontmatter `name:` and most of its body) as a move (docs/adr/0012). The
-folder's last known contents live in `<state>/<slug>/memory-files.json`; an unreadable folder is
-never read as an empty one. Standard library only (the hook imports it).
+(same bytes, or the same frontmatter `name:` and most of its body) as a move (docs/adr/0012). Each
+folder's last known contents live in `<state>/<slug>/<Folder>`; an unreadable folder is never read
+as an empty one. Standard library only (the hook imports it).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import hashlib
 import json
 import re
 from collections.abc import Iterable
+from enum import StrEnum
 from pathlib import Path
 
 from kgbridge.state import Delivered, ProjectState, read_json
@@ -61,11 +62,18 @@ def move(old: str, new: str, content: bytes, at: str) -> bytes:
                        "content": content.decode("utf-8", "replace")}, ensure_ascii=False).encode()
 
 
-class KnownFiles:
-    """`memory-files.json`: file name -> fingerprint of what was last delivered from the memory folder."""
+class Folder(StrEnum):
+    """The memory folders a rescan compares, each by the state file that remembers it."""
 
-    def __init__(self, state: ProjectState) -> None:
-        self.path = state.dir / "memory-files.json"
+    CLAUDE = "memory-files.json"  # the project's Claude Code memory directory
+    CODEX = "codex-memory-files.json"  # Codex's own store: memory_summary.md and its ad-hoc notes
+
+
+class KnownFiles:
+    """File name -> fingerprint of what was last delivered from one memory folder."""
+
+    def __init__(self, state: ProjectState, folder: Folder = Folder.CLAUDE) -> None:
+        self.path = state.dir / folder
         self.files: dict[str, dict[str, object]] = {
             name: fp for name, fp in read_json(self.path).items() if isinstance(fp, dict)}
 

@@ -40,14 +40,14 @@ class Stack:
         self.graph_root = self.bridge.root if transport == "dir" else tmp_path / "server-root"
         self.graph_root.mkdir(exist_ok=True)
         self.server: ServerProcess | None = None
+        self.extra_env: dict[str, str] = {}
         self.env = self.bridge.environ()
 
     @contextmanager
     def running(self) -> Iterator["Stack"]:
         with ServerProcess(self.graph_root) as server:
             self.server = server
-            if self.transport == "http":
-                self.env = self.bridge.environ(KG_URL=server.url)
+            self.env = self.bridge.environ(**self.extra_env, **({"KG_URL": server.url} if self.transport == "http" else {}))
             result = self.bridge.cli("activate", "--transport", self.transport, env=self.env)
             assert result.returncode == 0, result.stderr
             yield self
@@ -70,12 +70,12 @@ class Stack:
     def artifacts(self) -> int:
         return len(self.rows("SELECT 1 FROM artifacts"))
 
-    def stop_hook(self, *, settle_on: int) -> None:
+    def stop_hook(self, *, settle_on: int, payload: dict[str, object] | None = None, args: tuple[str, ...] = ()) -> None:
         """A real Stop hook (its detached worker does the rescan); wait until the graph holds `settle_on`
         artifacts. On a loaded machine detection may miss its 300 ms budget and keep the artifacts in the
         outbox: the next Stop delivers them, as in a real session."""
         for _ in range(3):
-            assert self.bridge.hook(self.bridge.event("Stop"), env=self.env).returncode == 0
+            assert self.bridge.hook(payload or self.bridge.event("Stop"), *args, env=self.env).returncode == 0
             if wait_for(lambda: self.artifacts() >= settle_on, timeout=10):
                 return
             (self.bridge.state / "shop" / "detect.json").unlink(missing_ok=True)
@@ -337,3 +337,87 @@ def _bash_passes(bridge: BridgeEnv, command: str) -> bool:
                "tool_name": "Bash", "tool_input": {"command": command}}
     result = bridge.hook(payload)
     return result.returncode == 0 and not result.stdout.strip()
+
+
+# Codex's own memory store follows the same rules. The payloads below have the shape Codex 0.169 sends
+# its hooks (recorded from the real binary): apply_patch is the only tool it reports in PostToolUse
+# (a shell `rm` or `mv` reaches kgbridge through the Stop rescan only).
+NOTE_DB = "- The staging database is Postgres 16\n"
+NOTE_FREEZE = "- Deploys are frozen on Fridays\n- The deploy bot posts in the ops channel\n"
+
+
+class CodexSession:
+    """Real hook processes (`kgbridge-hook --harness codex`) fed what Codex sends, on a Stack."""
+
+    def __init__(self, stack: Stack, tmp_path: Path) -> None:
+        self.stack = stack
+        self.home = tmp_path / "codex-home"
+        self.notes = self.home / "memories_v2" / "extensions" / "ad_hoc" / "notes"
+        self.notes.mkdir(parents=True)
+        stack.extra_env["CODEX_HOME"] = str(self.home)
+
+    def _payload(self, event: str, **fields: object) -> dict[str, object]:
+        return {"session_id": "01a22ad8-87d9-7350-b0ec-e9338d30cf3d", "turn_id": "01a22ad8-87f7-7c00-9c97-8b147e625d9c",
+                "transcript_path": str(self.home / "sessions" / "rollout.jsonl"), "cwd": str(self.stack.bridge.project),
+                "hook_event_name": event, "model": "gpt-5.5", "permission_mode": "bypassPermissions", **fields}
+
+    def apply_patch(self, patch: str, summary: str) -> None:
+        """What Codex's apply_patch did on disk has already happened; this is its PostToolUse."""
+        payload = self._payload("PostToolUse", tool_name="apply_patch", tool_input={"command": patch},
+                                tool_response=f"Exit code: 0\nWall time: 0 seconds\nOutput:\nSuccess. Updated the "
+                                              f"following files:\n{summary}", tool_use_id="call_0000")
+        assert self.stack.bridge.hook(payload, "--harness", "codex", env=self.stack.env).returncode == 0
+
+    def add(self, name: str, text: str) -> Path:
+        path = self.notes / name
+        path.write_text(text)
+        body = "".join(f"+{line}\n" for line in text.splitlines())
+        self.apply_patch(f"*** Begin Patch\n*** Add File: {path}\n{body}*** End Patch\n", f"A {path}\n")
+        return path
+
+    def stop(self, *, settle_on: int) -> None:
+        self.stack.stop_hook(settle_on=settle_on, args=("--harness", "codex"), payload=self._payload(
+            "Stop", stop_hook_active=False, last_assistant_message="Noted."))
+
+    def source(self, name: str) -> str:
+        return f"memory:shop/{name}"
+
+
+def test_codex_notes_deleted_renamed_and_restored_follow_the_same_rules(stack: Stack, tmp_path: Path):
+    codex = CodexSession(stack, tmp_path)
+    db, freeze = "2026-11-30T02-15-00-staging-db.md", "2026-11-30T02-16-00-deploy-freeze.md"
+    with stack.running():
+        first = codex.add(db, NOTE_DB)
+        second = codex.add(freeze, NOTE_FREEZE)
+        codex.stop(settle_on=2)
+        assert stack.claim("The staging database is Postgres 16")[1] == 1
+        label = stack.claim("Deploys are frozen on Fridays")
+        # One apply_patch deletes the first note and renames the second (its text unchanged), as Codex
+        # applies it: the PostToolUse hook has the rescan send a tombstone and a move.
+        renamed = codex.notes / "2026-11-30T02-17-00-release-freeze.md"
+        first.unlink()
+        second.rename(renamed)
+        codex.apply_patch(f"*** Begin Patch\n*** Delete File: {first}\n*** Update File: {second}\n"
+                          f"*** Move to: {renamed}\n@@\n {NOTE_FREEZE.splitlines()[0]}\n*** End Patch\n",
+                          f"M {renamed}\nD {first}\n")
+        assert wait_for(lambda: stack.artifacts() >= 4, timeout=30), stack.rows("SELECT filename, kind FROM artifacts")
+        assert wait_for(lambda: stack.claim("The staging database is Postgres 16")[1] == 0)
+        assert stack.claim("Deploys are frozen on Fridays") == label, "one source: the label is what it was"
+        sources = dict(stack.sources())
+        assert sources[codex.source(db)] is not None, "the deleted note is marked deleted"
+        assert codex.source(freeze) not in sources and sources[codex.source(renamed.name)] is None
+        assert "Postgres" not in stack.memory_md()
+        # A shell `rm` (no PostToolUse from Codex), then the note back: the Stop rescan and `kgbridge
+        # flush` compare Codex's store too.
+        renamed.unlink()
+        codex.stop(settle_on=5)
+        assert wait_for(lambda: stack.claim("Deploys are frozen on Fridays")[1] == 0)
+        renamed.write_text(NOTE_FREEZE)
+        stack.flush(settle_on=6)
+        assert stack.claim("Deploys are frozen on Fridays") == label, "restored: its next version"
+        # the move is the renamed source's next version (a memory artifact under its new name)
+        assert stack.rows("SELECT filename, kind, version FROM artifacts ORDER BY id") == [
+            (db, "memory", 1), (freeze, "memory", 1), (db, "tombstone", 2), (renamed.name, "memory", 2),
+            (renamed.name, "tombstone", 3), (renamed.name, "memory", 4)]
+        assert dict(stack.sources())[codex.source(renamed.name)] is None
+    rebuild_gives_the_same_graph(stack.graph_root)

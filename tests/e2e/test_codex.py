@@ -1,6 +1,7 @@
 """The real Codex binary, driven by a scripted fake Responses API: install-hooks' hooks run once
 trusted (and status says what is missing until then), Codex's own memory notes reach the ontology,
-and the next session gets the projection as SessionStart context, whole."""
+the next session gets the projection as SessionStart context, whole, and notes Codex deletes or
+renames are forgotten or moved (ADR 0012)."""
 
 from __future__ import annotations
 
@@ -129,3 +130,28 @@ def test_after_deactivate_nothing_flows_and_codex_sessions_still_run(codex_box, 
     assert (codex_box.codex_notes / note_name("off")).read_text().startswith(f"- {DB_FACT}")
     assert not wait_until(lambda: bool(codex_box.assertions()) or any(codex_box.ingest.iterdir()), 3)
     assert "kgbridge memory" not in conversation(codex_box.fake.requests("kg-e2e-off")[0])
+
+
+def test_notes_codex_deletes_or_renames_stop_counting_once_and_a_rename_stays_one_source(codex_box, serve):
+    serve(codex_box)
+    codex_config(codex_box)
+    install(codex_box, "--trust-project")
+    freeze = "Deploys are frozen on Fridays"
+    kept = codex_box.codex_notes / note_name("deploy-freeze")
+    first = [{"write": {"path": str(codex_box.codex_notes / note_name("test-db")), "content": NOTE_ONE}},
+             {"write": {"path": str(kept), "content": f"- {freeze}"}}, {"text": "Noted."}]
+    codex_box.codex_session("kg-e2e-notes", first)
+    assert wait_until(lambda: labelled_sources(codex_box, DB_FACT)[1] == {source("test-db")}, 30)
+    assert wait_until(lambda: labelled_sources(codex_box, freeze)[1] == {source("deploy-freeze")}, 30)
+    # Codex itself deletes one note and renames the other in one apply_patch
+    renamed = codex_box.codex_notes / "2026-11-30T02-17-00-release-freeze.md"
+    patch = (f"*** Begin Patch\n*** Delete File: {codex_box.codex_notes / note_name('test-db')}\n"
+             f"*** Update File: {kept}\n*** Move to: {renamed}\n@@\n - {freeze}\n*** End Patch\n")
+    codex_box.codex_session("kg-e2e-forget", [{"patch": patch}, {"text": "Done."}])
+    assert renamed.exists() and not kept.exists()
+    moved = f"memory:shop/{renamed.name}".lower()
+    assert wait_until(lambda: labelled_sources(codex_box, DB_FACT)[1] == set(), 30), codex_box.sources_of(DB_FACT)
+    assert wait_until(lambda: labelled_sources(codex_box, freeze)[1] == {moved}, 30), codex_box.sources_of(freeze)
+    # a shell `rm` is reported to no hook but Stop: its rescan sends the tombstone
+    codex_box.codex_session("kg-e2e-rm", [{"exec": f"rm {renamed}"}, {"text": "Removed."}])
+    assert wait_until(lambda: labelled_sources(codex_box, freeze)[1] == set(), 30), codex_box.sources_of(freeze)

@@ -5,7 +5,9 @@ process: bench never imports the tests).
 Run: .venv/bin/python -m bench.agents [--runs 7] [--agent claude|codex|both]
 Each session makes five tool calls (two memory files, three source files) and ends. Runs alternate
 with / without hooks; reported: median session wall time each way and the difference (target
-<= 150 ms added per session), plus, for Claude Code, the hook time it logs itself (--debug-file).
+<= 150 ms added per session), plus, for Claude Code, the hook time it logs itself (--debug-file), and
+how often Python started: one more session, not timed, with a `kgbridge-hook` on PATH that counts
+the payloads the sh gates let through (ADR 0010) before running the real one.
 Binaries from scripts/agents.sh (pinned); our packages byte-compiled first, as pip does.
 """
 
@@ -27,8 +29,11 @@ REPO = Path(__file__).resolve().parent.parent
 FAKE_MODEL = REPO / "tests" / "support" / "fake_model.py"
 CODEX_MODEL = "gpt-5.5"  # one `codex debug models` lists, so apply_patch is offered
 KEY_ENV = "KGBRIDGE_FAKE_MODEL_KEY"
-_HOOK_RUN = re.compile(r"\[[^\]]*kgbridge-hook[^\]]*\][^\n]*? (?:finished with|completed with|moved to the background)")
-_HOOK_MS = re.compile(r"\[[^\]]*kgbridge-hook[^\]]*\][^\n]*? (?:finished|completed) with status \d+ \((\d+)ms\)")
+# A hook command may hold brackets itself (the sh gate's `[ -r … ]`): match up to the outcome.
+_HOOK_RUN = re.compile(r"Hooks: \S+ \[[^\n]*kgbridge-hook[^\n]*?\] (?:\(plugin \S+\) )?"
+                       r"(?:finished with|completed with|moved to the background)")
+_HOOK_MS = re.compile(r"Hooks: \S+ \[[^\n]*kgbridge-hook[^\n]*?\] (?:\(plugin \S+\) )?"
+                      r"(?:finished|completed) with status \d+ \((\d+)ms\)")
 
 
 def memory_text(i: int) -> str:
@@ -64,6 +69,16 @@ class Sandbox:
         self.kg("activate")
         self.memory_dir = Path(json.loads(self.kg("status", "--json"))["memory_dir"])
         self.memory_dir.mkdir(parents=True, exist_ok=True)
+
+    def trace_hook_starts(self) -> Path:
+        """A `kgbridge-hook` first on PATH that logs each payload it is started with (one line)."""
+        tracer, log = self.base / "tracer" / "kgbridge-hook", self.base / "hook-starts.jsonl"
+        tracer.parent.mkdir(exist_ok=True)
+        tracer.write_text(f"#!/bin/sh\np=$(cat)\nprintf '%s\\n' \"$p\" >> '{log}'\n"
+                          f"printf %s \"$p\" | exec '{Path(sys.executable).parent / 'kgbridge-hook'}' \"$@\"\n")
+        tracer.chmod(0o755)
+        self.env["PATH"] = f"{tracer.parent}:{self.env['PATH']}"
+        return log
 
     def kg(self, *args: str) -> str:
         return subprocess.run([sys.executable, "-m", "kgbridge.cli", *args], cwd=self.project, env=self.env,
@@ -119,13 +134,28 @@ def measure(agent: str, bin_dir: Path, runs: int) -> dict[str, float]:
                     hook_runs.append(len(_HOOK_RUN.findall(log)))
                 elif hooked:
                     hook_runs.append(output.count(" Completed"))  # codex exec prints "hook: <event> Completed"
+            starts = python_starts(box, agent, script, sessions)
         finally:
             fake.terminate()
             fake.wait(10)
     with_ms, without_ms = (statistics.median(timings[k]) * 1000 for k in ("with", "without"))
     return {"with_ms": with_ms, "without_ms": without_ms, "added_ms": with_ms - without_ms,
             "hook_ms_logged": statistics.median(hook_ms) if hook_ms else float("nan"),
-            "hook_runs": statistics.median(hook_runs) if hook_runs else float("nan")}
+            "hook_runs": statistics.median(hook_runs) if hook_runs else float("nan"), "starts": starts}
+
+
+def python_starts(box: Sandbox, agent: str, script: Path, sessions: dict[str, list[dict]]) -> str:
+    """One more session (not timed) through a tracing kgbridge-hook: Python starts per event."""
+    log = box.trace_hook_starts()
+    box.kg("install-hooks", *(["--codex", "--trust-project"] if agent == "codex" else []))
+    for path in [*box.memory_dir.glob("*.md"), *box.project.glob("*.py")]:
+        path.unlink()
+    sessions[f"bench-{agent}-traced"] = steps(box.memory_dir, box.project)
+    script.write_text(json.dumps(sessions))
+    box.session(agent, f"bench-{agent}-traced: go on", None)
+    time.sleep(2)  # background hooks finish
+    events = [json.loads(line).get("hook_event_name", "?") for line in log.read_text().splitlines() if line.strip()]
+    return ", ".join(f"{e} {events.count(e)}" for e in dict.fromkeys(events)) or "none"
 
 
 def interpreter_ms(runs: int = 15) -> float:
@@ -150,13 +180,13 @@ def main() -> None:
     for package in ("kgbridge", "ontology", "projection"):
         compileall.compile_dir(REPO / package, quiet=1)
     print(f"| agent | sessions each way | median without hooks | median with hooks | added per session | "
-          f"hook time the agent logged | hook processes per session | `python -c pass` now |\n"
-          f"|---|---|---|---|---|---|---|---|")
+          f"hook time the agent logged | hook runs per session | Python started for | `python -c pass` now |\n"
+          f"|---|---|---|---|---|---|---|---|---|")
     for agent in (("claude", "codex") if args.agent == "both" else (args.agent,)):
         r = measure(agent, bin_dir, args.runs)
         logged = "n/a" if r["hook_ms_logged"] != r["hook_ms_logged"] else f"{r['hook_ms_logged']:.0f} ms"
         print(f"| {agent} | {args.runs} | {r['without_ms']:.0f} ms | {r['with_ms']:.0f} ms | "
-              f"{r['added_ms']:+.0f} ms | {logged} | {r['hook_runs']:.0f} | {interpreter_ms():.0f} ms |", flush=True)
+              f"{r['added_ms']:+.0f} ms | {logged} | {r['hook_runs']:.0f} | {r['starts']} | {interpreter_ms():.0f} ms |", flush=True)
 
 
 if __name__ == "__main__":

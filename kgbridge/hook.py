@@ -3,9 +3,9 @@
 Invariants: always exits 0 and prints nothing but a JSON decision where one is needed; a memory
 write touches no network: the file goes to the local outbox (or a local drop directory) and a
 detached worker (`--drain`/`--worker`: fork + exec, new session, stdio on /dev/null) delivers it;
-every wait on something outside the process gets what is left of one monotonic deadline. Start-up
-imports only json, os, sys and time; only real work loads `kgbridge.capture`. Errors go to
-`<state>/hook.log`.
+every wait on something outside the process gets what is left of one monotonic deadline (started
+`--detached` by the sh gate, nothing waits: a rescan runs in this process). Start-up imports only
+json, os, sys and time; only real work loads `kgbridge.capture`. Errors go to `<state>/hook.log`.
 """
 
 import json
@@ -22,6 +22,9 @@ HOOK_DEADLINE_S = 0.08
 # SessionStart may hand the agent MEMORY.md as context: once per session, and rendering it loads
 # SQLite and the renderer (~60-100 ms of imports alone), so it gets a larger, still fixed, budget.
 SESSION_START_DEADLINE_S = 0.5
+# Given by the sh gate that runs the hook in the background (kgbridge.install.Gate.BACKGROUND): no
+# agent waits, so a rescan is done in this process instead of a detached second interpreter.
+DETACHED = "--detached"
 
 
 def _may_touch_markdown(payload: dict) -> bool:
@@ -52,6 +55,12 @@ def run(args: list, deadline: float) -> None:
 
         worker.run(args[1], harness, rescan_first=args[0] == "--worker")
         return
+    detached = DETACHED in args
+    if detached:  # started in the background by the sh gate: leave the agent's process group
+        try:
+            os.setsid()
+        except OSError:
+            pass  # already a group leader: nothing to leave
     raw = sys.stdin.buffer.read(MAX_PAYLOAD_BYTES + 1)
     payload = json.loads(raw) if raw.strip() and len(raw) <= MAX_PAYLOAD_BYTES else {}
     if not isinstance(payload, dict):
@@ -59,6 +68,11 @@ def run(args: list, deadline: float) -> None:
     event = payload.get("hook_event_name")
     cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else os.getcwd()
     if event in RESCAN_EVENTS:
+        if detached and event != "SessionStart":  # nothing waits on this process: it is the worker
+            from kgbridge import worker
+
+            worker.run(cwd, harness, rescan_first=True)
+            return
         from kgbridge.bounded import detach
 
         detach([sys.executable, "-m", "kgbridge.hook", "--worker", cwd, "--harness", harness])

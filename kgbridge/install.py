@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import difflib
 import json
+import shlex
 import shutil
 import sys
 from dataclasses import dataclass
+from enum import Enum
 from pathlib import Path
 
+from kgbridge.hook import DETACHED
 from kgbridge.project import Harness, Project, claude_home, codex_home
 from kgbridge.state import load_json_object, read_json, state_root
 from ontology.atomic import atomic_write
@@ -30,7 +33,7 @@ CLAUDE_EVENTS: dict[str, str | None] = {
     "Stop": None, "SubagentStop": None, "PreCompact": None, "SessionEnd": None,
 }
 # Run in the background (Claude Code's `async`): nothing waits on their output, and a capture they
-# miss at teardown is made by the next rescan; Stop stays synchronous as that rescan (ADR 0010).
+# miss at teardown is made by the next rescan (ADR 0010).
 CLAUDE_ASYNC = frozenset({"PostToolUse", "SubagentStop", "PreCompact", "SessionEnd"})
 # Codex (0.169 fires all of these): edits arrive as apply_patch; the rescans at the edges also pick up
 # its own memory notes, which it may write with a shell command no PostToolUse matcher sees. No
@@ -39,6 +42,54 @@ CODEX_EVENTS: dict[str, str | None] = {
     "SessionStart": None, "PostToolUse": "apply_patch|Edit|Write",
     "Stop": None, "SubagentStop": None, "PreCompact": None, "SessionEnd": None,
 }
+
+
+class Gate(Enum):
+    """What the POSIX-sh gate in front of `kgbridge-hook` checks before Python starts (ADR 0010): a
+    shell and a builtin `case` cost ~2 ms, Python's start-up ~25 ms, and most events need nothing."""
+
+    MARKDOWN = "markdown"  # the payload names a `.md` file (memory files are markdown)
+    MOUNTED = "mounted"  # a FUSE filesystem is mounted (the PreToolUse redirect is only for the projection)
+    BACKGROUND = "background"  # nothing reads the output: the hook runs detached and the agent goes on
+
+
+# Per harness and event, the gates; an event without any runs `kgbridge-hook` directly (SessionStart:
+# its output is the context). Codex 0.169 has no `async`, so the gate gives it one; Claude Code's own
+# `async` (CLAUDE_ASYNC) covers the rest of its events, and Stop's rescan goes to the background too.
+GATES: dict[Harness, dict[str, frozenset[Gate]]] = {
+    Harness.CLAUDE: {"PreToolUse": frozenset({Gate.MARKDOWN, Gate.MOUNTED}), "PostToolUse": frozenset({Gate.MARKDOWN}),
+                     "Stop": frozenset({Gate.BACKGROUND})},
+    Harness.CODEX: {"PostToolUse": frozenset({Gate.MARKDOWN, Gate.BACKGROUND}),
+                    **{event: frozenset({Gate.BACKGROUND}) for event in ("Stop", "SubagentStop", "PreCompact",
+                                                                          "SessionEnd")}},
+}
+
+
+# A FUSE mount point the payload names (capture compares the same strings). A mount point the table
+# escapes (`\\040` for a space) or JSON would escape (`"`) cannot be matched here: Python decides.
+MOUNTED_CHECK = (r'if [ -r /proc/self/mounts ]; then m=; while read -r _ d t _; do case $t in fuse*) '
+                 r'case $d in *[\\\"]*) m=1;; esac; case $p in *"$d"/*) m=1;; esac;; esac; '
+                 r'done </proc/self/mounts; [ -n "$m" ] || exit 0; fi')
+
+
+def gated(command: str, gates: frozenset[Gate]) -> str:
+    """`command` behind a POSIX-sh prefilter (both agents run a hook command with `sh -c`): the
+    payload is read once, checked with builtins only, and handed on unchanged when Python is needed.
+    Where a check cannot be made (no /proc), Python decides, as it always did."""
+    if not gates:
+        return command
+    checks = ["p=$(cat)"]
+    if Gate.MARKDOWN in gates:
+        checks.append("case $p in *.md*) ;; *) exit 0;; esac")
+    if Gate.MOUNTED in gates:
+        checks.append(MOUNTED_CHECK)
+    if Gate.BACKGROUND in gates:
+        checks.append(f'{{ printf %s "$p" | {command} {DETACHED}; }} >/dev/null 2>&1 &')
+    else:
+        checks.append(f'printf %s "$p" | {command}')
+    return "; ".join(checks)
+
+
 HOOK_TIMEOUT_S = 10  # our hook returns in well under a second; this only bounds a pathological case
 # Codex clamps a SessionEnd hook to 3 s and warns on every session when asked for more.
 CODEX_TIMEOUTS_S = {"SessionEnd": 3}
@@ -71,12 +122,13 @@ class Plan:
 
 
 def hook_command(harness: Harness) -> str:
-    script = shutil.which(MARKER) or str(Path(sys.executable).parent / MARKER)
+    script = shlex.quote(shutil.which(MARKER) or str(Path(sys.executable).parent / MARKER))
     return f"{script} --harness {Harness.CODEX}" if harness == Harness.CODEX else script
 
 
 def _handlers(harness: Harness, event: str, command: str) -> list[dict[str, object]]:
-    handler: dict[str, object] = {"type": "command", "command": command, "timeout": HOOK_TIMEOUT_S}
+    handler: dict[str, object] = {"type": "command", "command": gated(command, GATES[harness].get(event, frozenset())),
+                                  "timeout": HOOK_TIMEOUT_S}
     if harness == Harness.CODEX:
         handler["timeout"] = CODEX_TIMEOUTS_S.get(event, HOOK_TIMEOUT_S)
         if event == "SessionStart":

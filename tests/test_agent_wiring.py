@@ -4,12 +4,14 @@ its memory agent is not a project, its own notes are memory, its context is size
 from __future__ import annotations
 
 import json
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
 from kgbridge.capture import CODEX_CONTEXT_BYTES, _whole_lines
-from kgbridge.install import CODEX_EVENTS, wiring
+from kgbridge.install import CODEX_EVENTS, Gate, gated, wiring
 from kgbridge.project import Harness
 from support.bridge_env import BridgeEnv, drops
 
@@ -33,6 +35,38 @@ def test_marketplace_offers_the_plugin_under_hooks():
     assert (entry["name"], entry["source"]) == ("kgbridge", "./hooks")
     assert json.loads((REPO / "hooks" / ".claude-plugin" / "plugin.json").read_text())["name"] == "kgbridge"
     assert "kgbridge" in json.loads((REPO / "hooks" / ".mcp.json").read_text())["mcpServers"]
+
+
+def _sh(command: str, payload: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["sh", "-c", command], input=payload, capture_output=True, text=True, timeout=30)
+
+
+def test_the_gate_starts_the_hook_only_for_a_payload_that_needs_it_and_hands_it_on_whole(tmp_path):
+    started = tmp_path / "started"
+    hook = f"cat > '{started}'"  # stands for kgbridge-hook: records the payload it was given
+    source = json.dumps({"hook_event_name": "PostToolUse", "tool_input": {"command": "*** Add File: a.py\n+A = 1"}})
+    done = _sh(gated(hook, frozenset({Gate.MARKDOWN})), source)
+    assert done.returncode == 0 and done.stdout == "" and not started.exists()
+    memory = json.dumps({"hook_event_name": "PostToolUse", "tool_input": {"file_path": "/m/memory/b.md",
+                                                                          "content": "it's \\ \"quoted\"\n"}})
+    assert _sh(gated(hook, frozenset({Gate.MARKDOWN})), memory).returncode == 0
+    assert json.loads(started.read_text()) == json.loads(memory)
+    started.unlink()
+    assert _sh(gated(hook, frozenset({Gate.MARKDOWN, Gate.MOUNTED})), memory).returncode == 0
+    assert not started.exists()  # /m/memory is no FUSE mount point
+
+
+def test_a_background_gate_returns_before_the_hook_is_done_and_tells_it_so(tmp_path):
+    started = tmp_path / "started"
+    # stands for kgbridge-hook: after a second, records its arguments and the payload
+    hook = f"sh -c 'sleep 1; {{ echo \"$*\"; cat; }} > \"$0.tmp\"; mv \"$0.tmp\" \"$0\"' '{started}'"
+    done = _sh(gated(hook, frozenset({Gate.BACKGROUND})), '{"hook_event_name": "Stop"}')
+    assert done.returncode == 0 and not started.exists()  # the agent goes on; the hook still runs
+    deadline = time.monotonic() + 20
+    while not started.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    args, payload = started.read_text().split("\n", 1)
+    assert args == "--detached" and json.loads(payload) == {"hook_event_name": "Stop"}
 
 
 def test_codex_session_start_may_carry_the_whole_context():

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from support.bridge_env import HOOK, BridgeEnv, drops, wait_for
+from support.bridge_env import HOOK, BridgeEnv, drops, run_bounded, wait_for
 from conftest import FIXTURES, ledger
 from kgbridge import project as project_mod
 from support.server_proc import ServerProcess
@@ -256,7 +256,7 @@ def test_install_hooks_round_trips_for_codex(bridge):
     hooks = bridge.project / ".codex" / "hooks.json"
     data = _settings(hooks)
     post = data["hooks"]["PostToolUse"][0]
-    assert "apply_patch" in post["matcher"] and post["hooks"][0]["command"].endswith("--harness codex")
+    assert "apply_patch" in post["matcher"] and "kgbridge-hook --harness codex" in post["hooks"][0]["command"]
     assert bridge.cli("install-hooks", "--codex").returncode == 0
     assert _settings(hooks) == data
     assert bridge.cli("install-hooks", "--codex", "--uninstall").returncode == 0
@@ -336,3 +336,17 @@ def test_an_edit_reverted_is_delivered_again(active, backend_away):
         _consume_drops(active.root)
         assert _graph_text(active.root, path.name) == text
     assert _artifacts(active.root) == 3
+
+
+def test_a_detached_stop_rescans_in_its_own_process_and_leaves_the_agents_group(active):
+    """The sh gate starts Stop in the background with --detached (ADR 0010): that process is the
+    worker, so the memory file is delivered by the time it exits, from a session of its own."""
+    path = _memory(active)
+    probe = active.base / "probe.py"  # the hook in-process, reporting its session id after the run
+    probe.write_text("import os, sys\nfrom kgbridge import hook\nsid = os.getsid(0)\n"
+                     "try:\n    hook.run(sys.argv[1:], 1e18)\nfinally:\n"
+                     "    print(os.getsid(0) != sid and os.getsid(0) == os.getpid())\n")
+    done = run_bounded([sys.executable, str(probe), "--detached"], json.dumps(active.event("Stop")).encode(),
+                       active.environ(), active.project, 60)
+    assert done.stdout.strip() == b"True", done.stderr
+    assert [p.name.split(".", 2)[-1] for p in drops(active.ingest)] == [path.name]

@@ -155,3 +155,23 @@ def test_notes_codex_deletes_or_renames_stop_counting_once_and_a_rename_stays_on
     # a shell `rm` is reported to no hook but Stop: its rescan sends the tombstone
     codex_box.codex_session("kg-e2e-rm", [{"exec": f"rm {renamed}"}, {"text": "Removed."}])
     assert wait_until(lambda: labelled_sources(codex_box, freeze)[1] == set(), 30), codex_box.sources_of(freeze)
+
+
+def test_codex_starts_python_only_for_a_memory_write_and_still_captures_it(codex_box, serve):
+    """The gate in front of kgbridge-hook (ADR 0010): an apply_patch of a source file starts no Python,
+    the memory note in the same session does and reaches the ontology; Stop's rescan runs detached."""
+    serve(codex_box)
+    codex_config(codex_box)
+    codex_box.trace_hook_starts()
+    install(codex_box, "--trust-project")
+    source_file = codex_box.project / "app.py"
+    steps = [{"write": {"path": str(source_file), "content": "DB = 'postgres'\n"}},
+             *note(codex_box, "gated", NOTE_ONE)]
+    done = codex_box.codex_session("kg-e2e-gated", steps)
+    assert source_file.read_text() == "DB = 'postgres'\n" and "Noted." in done.stdout
+    assert wait_until(lambda: labelled_sources(codex_box, DB_FACT)[1] == {source("gated")}, 30), \
+        codex_box.sources_of(DB_FACT)
+    starts = codex_box.hook_starts()
+    posts = [s["tool_input"]["command"] for s in starts if s["hook_event_name"] == "PostToolUse"]
+    assert len(posts) == 1 and note_name("gated") in posts[0] and "app.py" not in posts[0], posts
+    assert {"SessionStart", "Stop"} <= {s["hook_event_name"] for s in starts}

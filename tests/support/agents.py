@@ -156,6 +156,28 @@ class AgentSandbox(BridgeEnv):
         assert done.returncode == 0, f"codex failed ({done.returncode}): {done.stderr[-2000:]}"
         return done
 
+    def trace_hook_starts(self) -> None:
+        """Put a `kgbridge-hook` first on PATH (install-hooks then writes its path) that records every
+        start of the hook, i.e. every payload a gate let through to Python, then runs the real one."""
+        tracer = self.base / "tracer" / "kgbridge-hook"
+        tracer.parent.mkdir()
+        tracer.write_text(f"#!/bin/sh\np=$(cat)\nprintf '%s\\n' \"$p\" >> '{self.hook_starts_log}'\n"
+                          f"printf %s \"$p\" | exec '{VENV_BIN / 'kgbridge-hook'}' \"$@\"\n")
+        tracer.chmod(0o755)
+        self.extra_env["PATH"] = f"{tracer.parent}:{self.environ()['PATH']}"
+
+    @property
+    def hook_starts_log(self) -> Path:
+        return self.base / "hook-starts.jsonl"
+
+    def hook_starts(self) -> list[dict]:
+        """The payloads the traced hook started with, in order (see trace_hook_starts)."""
+        try:
+            lines = self.hook_starts_log.read_text(encoding="utf-8").splitlines()
+        except FileNotFoundError:
+            return []
+        return [json.loads(line) for line in lines if line.strip()]
+
     def assertions(self) -> list[dict]:
         """The ontology's assertions with labels and sources, from the server (a CLI run costs ~1 s)."""
         assert self.server_url, "start a server first"

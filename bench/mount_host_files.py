@@ -14,7 +14,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from ontology.artifact import Channel
 from ontology.ingest import Ontology
+from ontology.layout import drop_name
 from projection.mount import ingest_host_files, mount, unmount
 from projection.mounts import fuse_available
 
@@ -28,9 +30,7 @@ def main() -> None:
         root, memdir, state = base / "root", base / "memory", base / "state"
         memdir.mkdir()
         for i in range(n):
-            (memdir / f"note-{i:05d}.md").write_text(
-                f"---\nname: note-{i}\ndescription: host note {i} about service {i % 97}\ntype: project\n---\n"
-                f"- Service {i % 97} restarts after {i % 13} failures\n")
+            (memdir / f"note-{i:05d}.md").write_text(_note(i))
         onto = Ontology(root, "bench", create=True)
         start = time.perf_counter()
         ingest_host_files(onto, memdir)
@@ -44,14 +44,40 @@ def main() -> None:
         mount(root, "bench", memdir, state_dir=state)  # re-ingests: all duplicates now
         mount_s = time.perf_counter() - start
         try:
-            start = time.perf_counter()
-            listing = subprocess.run(["ls", "-l", str(memdir)], capture_output=True, check=True, timeout=300).stdout
-            ls_s = time.perf_counter() - start
+            cold_s, lines = _timed_ls(memdir)
+            warm_s, _ = _timed_ls(memdir)
+            one = memdir / f"note-{n // 2:05d}.md"
+            warm_cat_ms, _ = _timed_cat(one)
+            # A new version of one file: the first read after it renders anew (nothing stale is served).
+            changed = _note(n // 2).encode() + b"- It pages the on-call engineer first\n"
+            onto = Ontology(root, "bench")
+            onto.ingest_many([(drop_name("memory", changed, one.name), changed, Channel.CLI)])
+            onto.close()
+            cold_cat_ms, size = _timed_cat(memdir / f"note-{n // 3:05d}.md")
+            after_s, _ = _timed_ls(memdir)
         finally:
             unmount(memdir, state)
-        lines = listing.count(b"\n")
-        print(f"mount (all {n} already ingested): {mount_s:.2f} s; ls -l through the mount: {ls_s:.2f} s "
-              f"({lines} lines)")
+        print(f"mount (all {n} already ingested): {mount_s:.2f} s")
+        print(f"ls -l through the mount: first {cold_s:.2f} s ({lines} lines), again {warm_s:.2f} s, "
+              f"after one file changed {after_s:.2f} s")
+        print(f"cat of one file ({size} B): {cold_cat_ms:.0f} ms after a change, {warm_cat_ms:.0f} ms after ls -l")
+
+
+def _note(i: int) -> str:
+    return (f"---\nname: note-{i}\ndescription: host note {i} about service {i % 97}\ntype: project\n---\n"
+            f"- Service {i % 97} restarts after {i % 13} failures\n")
+
+
+def _timed_cat(path: Path) -> tuple[float, int]:
+    start = time.perf_counter()
+    data = subprocess.run(["cat", str(path)], capture_output=True, check=True, timeout=60).stdout
+    return (time.perf_counter() - start) * 1000, len(data)
+
+
+def _timed_ls(directory: Path) -> tuple[float, int]:
+    start = time.perf_counter()
+    listing = subprocess.run(["ls", "-l", str(directory)], capture_output=True, check=True, timeout=600).stdout
+    return time.perf_counter() - start, listing.count(b"\n")
 
 
 if __name__ == "__main__":

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import re
 import sqlite3
+from collections.abc import Sequence
 from pathlib import Path
 
 from ontology import queries
+from ontology.schema import in_chunks
 from projection.hostindex import parse_index
 from projection.rank import ConceptStats, rank
 from projection.render import MAX_LINES, RULE_TYPES, ConceptLine, DisputedLine, MemorySnapshot, clip
@@ -143,19 +145,64 @@ _ORDER = {Stand.SUPERSEDES: 0, Stand.DISPUTES: 1, Stand.AGREES: 2, Stand.ADDS: 3
 
 def memory_topic(conn: sqlite3.Connection, filename: str) -> MemoryTopic | None:
     """A memory file's newest text and what every other source says about its claims and subject."""
-    row = conn.execute("SELECT m.concept, m.source_id, m.text, s.identity FROM memory_files m JOIN sources s "
-                       "ON s.id = m.source_id WHERE m.filename = ? AND m.kind = 'memory'", (filename,)).fetchone()
-    if row is None:
-        return None
-    key, source_id, text, identity = row
-    ids = {r[0] for r in conn.execute("SELECT assertion_id FROM stances WHERE source_id = ?", (source_id,))}
-    ids |= {r[0] for r in conn.execute("SELECT a.id FROM assertions a JOIN concepts c ON c.id = a.concept_id "
-                                       "WHERE c.key = ?", (key,))}
-    texts = {r[0]: r[1] for r in conn.execute(
-        f"SELECT id, text FROM assertions WHERE id IN ({','.join('?' * len(ids))})", sorted(ids))} if ids else {}
+    return memory_topics(conn, [filename]).get(filename)
+
+
+def memory_topics(conn: sqlite3.Connection, filenames: Sequence[str]) -> dict[str, MemoryTopic]:
+    """`memory_topic` of each of `filenames` that is a memory file, in a fixed number of set queries
+    (a listing of thousands of files must not cost a dozen queries per file)."""
+    files: dict[str, tuple[str, int, str, str]] = {}  # filename -> (concept key, source id, text, identity)
+    for marks, chunk in in_chunks(sorted(set(filenames))):
+        for name, key, source_id, text, identity in conn.execute(
+                f"""SELECT m.filename, m.concept, m.source_id, m.text, s.identity FROM memory_files m
+                    JOIN sources s ON s.id = m.source_id WHERE m.kind = 'memory' AND m.filename IN ({marks})""", chunk):
+            files[name] = (key, source_id, text, identity)
+    if not files:
+        return {}
+    sources = sorted({f[1] for f in files.values()})
+    own: dict[int, set[int]] = {}  # source -> assertions it takes a stance on
+    versions: dict[int, list[tuple[int, str]]] = {}
+    dropped: dict[int, dict[str, int]] = {}  # source -> claim it no longer makes -> since which version
+    for marks, chunk in in_chunks(sources):
+        for source_id, aid in conn.execute(
+                f"SELECT source_id, assertion_id FROM stances WHERE source_id IN ({marks})", chunk):
+            own.setdefault(source_id, set()).add(aid)
+        for source_id, version, timestamp in conn.execute(
+                f"""SELECT source_id, version, timestamp FROM artifacts WHERE source_id IN ({marks})
+                    ORDER BY source_id, timestamp DESC, version DESC""", chunk):
+            versions.setdefault(source_id, []).append((int(version), timestamp[:10]))
+        for source_id, version, said in conn.execute(
+                f"""SELECT h.source_id, ar.version, a.text FROM stance_history h
+                    JOIN artifacts ar ON ar.id = h.artifact_id JOIN assertions a ON a.id = h.assertion_id
+                    WHERE h.source_id IN ({marks}) AND h.stance = 0
+                    AND NOT EXISTS (SELECT 1 FROM stances st WHERE st.source_id = h.source_id
+                                    AND st.assertion_id = h.assertion_id)
+                    ORDER BY h.timestamp DESC, h.id DESC""", chunk):
+            dropped.setdefault(source_id, {}).setdefault(said, int(version))
+    about: dict[str, set[int]] = {}  # concept key -> its assertions
+    for marks, chunk in in_chunks(sorted({f[0] for f in files.values()})):
+        for key, aid in conn.execute(f"""SELECT c.key, a.id FROM assertions a JOIN concepts c ON c.id = a.concept_id
+                                         WHERE c.key IN ({marks})""", chunk):
+            about.setdefault(key, set()).add(aid)
+    wanted = sorted(set().union(*own.values(), *about.values()))
+    texts: dict[int, str] = {}
+    for marks, chunk in in_chunks(wanted):
+        texts.update(conn.execute(f"SELECT id, text FROM assertions WHERE id IN ({marks})", chunk).fetchall())
+    evidence = queries.evidence_for(conn, wanted)
+    return {name: _memory_topic(name, key, text, identity, own.get(source_id, set()) | about.get(key, set()),
+                                texts, evidence, versions.get(source_id, []), dropped.get(source_id, {}))
+            for name, (key, source_id, text, identity) in files.items()}
+
+
+def _memory_topic(filename: str, key: str, text: str, identity: str, ids: set[int], texts: dict[int, str],
+                  evidence: dict[int, list[queries.EvidenceRow]], versions: list[tuple[int, str]],
+                  dropped: dict[str, int]) -> MemoryTopic:
     voices: list[Voice] = []
     alone = 0
-    for aid, rows in sorted(queries.evidence_for(conn, ids).items()):
+    for aid in sorted(ids):
+        rows = evidence.get(aid)
+        if rows is None:
+            continue
         own = next((r for r in rows if r.source == identity), None)
         others = [r for r in rows if r.source != identity]
         if own is not None and not others:
@@ -174,14 +221,4 @@ def memory_topic(conn: sqlite3.Connection, filename: str) -> MemoryTopic | None:
     voices.sort(key=lambda v: (v.source, v.said))
     voices.sort(key=lambda v: v.date, reverse=True)  # newest first within each stand (sorts are stable)
     voices.sort(key=lambda v: _ORDER[v.stand])
-    versions = [(int(r[0]), r[1][:10]) for r in conn.execute(
-        "SELECT version, timestamp FROM artifacts WHERE source_id = ? ORDER BY timestamp DESC, version DESC",
-        (source_id,))]
-    dropped: dict[str, int] = {}
-    for version, said in conn.execute(
-            """SELECT ar.version, a.text FROM stance_history h JOIN artifacts ar ON ar.id = h.artifact_id
-               JOIN assertions a ON a.id = h.assertion_id WHERE h.source_id = ? AND h.stance = 0
-               AND h.assertion_id NOT IN (SELECT assertion_id FROM stances WHERE source_id = ?)
-               ORDER BY h.timestamp DESC, h.id DESC""", (source_id, source_id)):
-        dropped.setdefault(said, int(version))
     return MemoryTopic(filename, key, text, voices, versions, [(v, t) for t, v in dropped.items()], alone)

@@ -1,4 +1,4 @@
-"""The projected files of one ontology, rendered on demand and cached per graph version.
+"""The projected files of one ontology, rendered on demand (memory files in batches) and cached per graph version.
 
 Invariant: a rendered file is reused only while the graph is unchanged (a stat stamp of graph.db
 and its WAL, then the graph version: last artifact id, artifact count, database inode), so a new
@@ -8,6 +8,8 @@ file under its own name, every other concept as `<key>.md`.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import sqlite3
 import threading
 from pathlib import Path
@@ -15,7 +17,7 @@ from pathlib import Path
 from ontology import queries
 from ontology.ingest import Ontology
 from projection.render import render_memory
-from projection.snapshot import MEMORY_NAME, graph_version, memory_files, memory_snapshot, memory_topic
+from projection.snapshot import MEMORY_NAME, graph_version, memory_files, memory_snapshot, memory_topics
 from projection.topic import render_memory_topic, render_topic
 
 
@@ -29,14 +31,17 @@ class ProjectionView:
         self._files: dict[str, str] = {}  # memory file name -> concept key
         self._file_of: dict[str, str] = {}  # concept key -> its memory file's name (first by name)
         self._keys: list[str] = []  # concepts without a memory file of their own
+        self._key_set: frozenset[str] = frozenset()
         self._forgotten: set[str] = set()
         self._cache: dict[str, bytes] = {}
         self._last_stamp: tuple[object, ...] = ()
+        database = ontology.paths.database  # stat-ed on every FUSE request: build the paths once
+        self._stamped = (database, Path(f"{database}-wal"))
 
     def _stamp(self) -> tuple[object, ...]:
         """Changes whenever a commit lands (WAL size/mtime) or the file is replaced (rebuild)."""
         out: list[object] = []
-        for path in (self.ontology.paths.database, Path(f"{self.ontology.paths.database}-wal")):
+        for path in self._stamped:
             try:
                 st = path.stat()
                 out += [st.st_ino, st.st_mtime_ns, st.st_size]
@@ -54,6 +59,7 @@ class ProjectionView:
                 self._file_of.setdefault(key, name)
             self._keys = [r[0] for r in conn.execute(STANDING_CONCEPTS)
                           if r[0] not in self._file_of and f"{r[0]}.md" not in self._files]
+            self._key_set = frozenset(self._keys)
             self._forgotten = {r[0] for r in conn.execute(FORGOTTEN_FILES)}
             self._cache = {}
 
@@ -85,29 +91,56 @@ class ProjectionView:
     def read(self, name: str) -> bytes | None:
         """The file's current bytes, or None if the projection has no such file."""
         with self._lock:
-            if self._fresh() and name in self._cache:
-                return self._cache[name]
-            if not name.endswith(".md"):
-                return None
-            return self._render(name)
+            stale = not self._fresh()
+            if not stale:
+                if name in self._cache:
+                    return self._cache[name]
+                if not self._shows(name):
+                    return None  # known for this graph version: no SQL for names the projection lacks
+            return self._render(name, stale)
 
-    def _render(self, name: str) -> bytes | None:
+    def _shows(self, name: str) -> bool:
+        return name == MEMORY_NAME or name in self._files or (name.endswith(".md") and name[:-3] in self._key_set)
+
+    def _render(self, name: str, stale: bool) -> bytes | None:
         with self.ontology.reader() as conn:
-            self._refresh(conn)
+            if stale:
+                self._refresh(conn)
             if name in self._cache:
                 return self._cache[name]
             data: bytes | None = None
             if name == MEMORY_NAME:
                 data = render_memory(memory_snapshot(conn, self.ontology.slug)).encode("utf-8")
             elif name in self._files:
-                topic = memory_topic(conn, name)
-                data = render_memory_topic(topic).encode("utf-8") if topic else None
-            elif name[:-3] in self._keys:
+                # `ls -l` stats every file in listing order, and a topic's size is its rendering's: render
+                # the next few uncached ones with it, in one set of queries (render = charge, no estimate).
+                for filename, topic in memory_topics(conn, self._uncached_from(name)).items():
+                    self._cache[filename] = render_memory_topic(topic).encode("utf-8")
+                return self._cache.get(name)
+            elif name.endswith(".md") and name[:-3] in self._key_set:
                 concept = queries.concept(conn, name[:-3])
                 data = render_topic(concept, self._file_of).encode("utf-8") if concept else None
             if data is not None:
                 self._cache[name] = data
             return data
+
+    def _uncached_from(self, name: str) -> list[str]:
+        """`name` and the memory files after it in listing order (wrapping round) not rendered yet,
+        TOPIC_BATCH at most: any order of reading, forward, backward or random, fills whole batches."""
+        names = list(self._files)  # sorted by name (memory_files)
+        at = bisect.bisect_right(names, name)
+        batch = [name]
+        for other in itertools.chain(names[at:], names[:at]):
+            if len(batch) == TOPIC_BATCH:
+                break
+            if other != name and other not in self._cache:
+                batch.append(other)
+        return batch
+
+
+# Topic files rendered per miss (see `_render`): a batch of 64 costs what about ten single renders do,
+# and stays small enough that reading one file after a change pays little for the others.
+TOPIC_BATCH = 64
 
 
 # Concepts with a topic file: a claim still held by some source, or no claims at all (a bare concept);

@@ -220,8 +220,12 @@ async def on_user_error(request: Request, exc: Exception) -> Response:
 async def on_http_exception(request: Request, exc: Exception) -> Response:
     """Starlette's own refusals (no such route, wrong method) in the same shape."""
     assert isinstance(exc, HTTPException)
-    kind = HTTPStatus(exc.status_code).phrase.lower().replace(" ", "-")
-    return JSONResponse({"error": kind, "detail": exc.detail}, status_code=exc.status_code, headers=exc.headers)
+    phrase = HTTPStatus(exc.status_code).phrase
+    detail = exc.detail
+    if exc.status_code in (404, 405) and detail == phrase:  # the router's own: say what was asked for
+        detail = f"no route {request.method} {request.url.path}"
+    return JSONResponse({"error": phrase.lower().replace(" ", "-"), "detail": detail}, status_code=exc.status_code,
+                        headers=exc.headers)
 
 
 async def on_unexpected(request: Request, exc: Exception) -> Response:

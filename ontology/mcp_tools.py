@@ -10,7 +10,8 @@ MCP server runs them in worker threads, so they never block its event loop.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+import functools
+from typing import Any, Callable, TypeVar
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -26,6 +27,22 @@ INSTRUCTIONS = """kgbridge keeps this project's memory as evidence: each asserti
 (AFFIRMATIVE, CONTESTED, CONTRADICTORY, INSUFFICIENT_DATA) computed from the independent sources
 behind it. Use kg_search or kg_concept before relying on a remembered fact; check kg_contested for
 what sessions disagree about; save a new memory with kg_ingest (markdown, frontmatter welcome)."""
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def told(fn: F) -> F:
+    """A refusal the agent can act on (`UserError`: no such ontology or concept, a bad argument, the writer
+    busy) reaches it as a ToolError with its reason; the SDK reports any other exception as a bare
+    "Error executing tool" and logs it as a crash."""
+    @functools.wraps(fn)
+    def tool(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except UserError as exc:
+            raise ToolError(str(exc)) from None
+    return tool  # type: ignore[return-value]
 
 
 def build_mcp(backend: Backend, health: Callable[[], dict[str, Any]],
@@ -50,6 +67,7 @@ def build_mcp(backend: Backend, health: Callable[[], dict[str, Any]],
         return slug
 
     @mcp.tool()
+    @told
     def kg_status(ontology: str | None = None, project_path: str | None = None) -> dict[str, Any]:
         """Backend health plus this ontology's counts of concepts, assertions and labels."""
         status = health()
@@ -61,6 +79,7 @@ def build_mcp(backend: Backend, health: Callable[[], dict[str, Any]],
             return {**status, "ontology": slug, "counts": queries.counts(conn)}
 
     @mcp.tool()
+    @told
     def kg_search(query: str, ontology: str | None = None, project_path: str | None = None,
                   limit: int = 10, status: list[str] | None = None, concept: str | None = None,
                   since: str | None = None) -> list[dict[str, Any]]:
@@ -69,15 +88,13 @@ def build_mcp(backend: Backend, health: Callable[[], dict[str, Any]],
         Filters: status (AFFIRMATIVE, CONTESTED, CONTRADICTORY, INSUFFICIENT_DATA or DISPUTED),
         concept (a key), since (a date: what changed on or after it)."""
         slug = pick(ontology, project_path)
-        try:
-            filters = search.parse_filters(status, concept, since)
-            with backend.get(slug).reader() as conn:
-                hits = search.search(conn, query, limit=max(1, min(limit, 50)), filters=filters)
-        except search.SearchError as exc:  # the agent's to fix: let it read why
-            raise ToolError(str(exc)) from None
+        filters = search.parse_filters(status, concept, since)
+        with backend.get(slug).reader() as conn:
+            hits = search.search(conn, query, limit=max(1, min(limit, 50)), filters=filters)
         return [h.to_json() for h in hits]
 
     @mcp.tool()
+    @told
     def kg_concept(id: str, ontology: str | None = None, project_path: str | None = None) -> dict[str, Any]:
         """One concept (key or numeric id): its assertions with label, belief, plausibility, conflict,
         every source for and against, the history of what each source said, and its relations."""
@@ -89,6 +106,7 @@ def build_mcp(backend: Backend, health: Callable[[], dict[str, Any]],
         return data
 
     @mcp.tool()
+    @told
     def kg_contested(ontology: str | None = None, project_path: str | None = None) -> list[dict[str, Any]]:
         """What the evidence disagrees about: CONTESTED and CONTRADICTORY assertions, both sides."""
         slug = pick(ontology, project_path)
@@ -97,6 +115,7 @@ def build_mcp(backend: Backend, health: Callable[[], dict[str, Any]],
         return [a.to_json() for a in items]
 
     @mcp.tool()
+    @told
     def kg_ingest(filename: str, content: str, ontology: str | None = None,
                   project_path: str | None = None) -> dict[str, Any]:
         """Save a memory: the markdown goes through ingestion (merged, weighed against what other
@@ -107,6 +126,7 @@ def build_mcp(backend: Backend, health: Callable[[], dict[str, Any]],
 
     if memory is not None:
         @mcp.tool()
+        @told
         def kg_memory(ontology: str | None = None, project_path: str | None = None) -> str:
             """The projected MEMORY.md: ranked concepts, disputed assertions, where to read more."""
             return memory(pick(ontology, project_path))

@@ -18,7 +18,6 @@ from typing import Any, AsyncIterator, Callable
 import uvicorn
 from filelock import FileLock, Timeout
 from starlette.applications import Starlette
-from starlette.routing import Mount
 
 from ontology.atomic import atomic_write
 from ontology.backend import Backend
@@ -114,7 +113,9 @@ def build_app(root: Path, *, token: str | None = None, allow_remote_hosts: bool 
                 watcher.stop()
             backend.close()
 
-    starlette = Starlette(routes=[*routes(backend, health, render), Mount("/", app=mcp_app)], lifespan=lifespan,
+    # The MCP app's own route (/mcp), not the app mounted at "/": mounted, it answered every unknown path
+    # with its plain-text 404 instead of our error shape. Its lifespan is the session manager run above.
+    starlette = Starlette(routes=[*routes(backend, health, render), *mcp_app.routes], lifespan=lifespan,
                           exception_handlers=EXCEPTION_HANDLERS)
     app = App(backend, watcher, Guard(starlette, token=token, allow_remote_hosts=allow_remote_hosts))
     holder["app"] = app

@@ -31,13 +31,17 @@ def test_refusals_share_one_shape_with_the_status_that_says_why(server):
             421: client.get("/health", headers={"Host": "attacker.example"}),
         }
         concept = client.get("/ontologies/shop/concepts/nothing-here")
-    for status, response in cases.items():
+        unknown = [client.get("/no/such/route"), client.post("/"), client.get("/mcp/x"), client.delete("/health")]
+    for status, response in [*cases.items(), *((r.status_code, r) for r in unknown)]:
         assert response.status_code == status, (status, response.text)
         body = response.json()
         assert set(body) == {"error", "detail"} and body["error"] and body["detail"], body
     assert cases[404].json()["error"] == "no-ontology" and "POST /ontologies" in cases[404].json()["detail"]
     assert all(label in cases[400].json()["detail"] for label in ("AFFIRMATIVE", "CONTESTED", "CONTRADICTORY"))
     assert concept.status_code == 404 and concept.json()["error"] == "not-found"
+    # Unknown routes and methods: the router's refusals in the same shape, saying what was asked.
+    assert [r.status_code for r in unknown] == [404, 404, 404, 405]
+    assert unknown[0].json() == {"error": "not-found", "detail": "no route GET /no/such/route"}
 
 
 def test_a_bug_is_logged_with_its_traceback_and_the_client_learns_nothing_of_it(root, caplog):

@@ -198,6 +198,27 @@ def test_mcp_client_lists_and_calls_every_tool(server):
     asyncio.run(run())
 
 
+def test_mcp_tools_tell_the_agent_why_they_refuse(server):
+    """A refusal (no such ontology or concept, a bad slug) is the agent's to fix: it reads the reason,
+    not the SDK's bare "Error executing tool"."""
+    async def run() -> dict[str, str]:
+        async with Client(f"{server.url}/mcp") as client:
+            calls = {"kg_concept": {"id": "nope", "ontology": "shop"}, "kg_contested": {"ontology": "nosuch"},
+                     "kg_ingest": {"filename": "a.md", "content": "x", "ontology": "Bad Slug"},
+                     "kg_search": {"query": "x", "ontology": "nosuch"}, "kg_memory": {"ontology": "nosuch"}}
+            out = {}
+            for tool, arguments in calls.items():
+                result = await client.call_tool(tool, arguments)
+                assert result.is_error, (tool, result)
+                out[tool] = result.content[0].text
+            return out
+    told = asyncio.run(run())
+    assert "no concept 'nope' in 'shop'; try kg_search" in told["kg_concept"], told
+    for tool in ("kg_contested", "kg_search", "kg_memory"):
+        assert "ontology 'nosuch' does not exist" in told[tool], told
+    assert "Bad Slug" in told["kg_ingest"], told
+
+
 def test_sigterm_exits_cleanly(root, shop):
     proc = ServerProcess(root).start()
     assert proc.stop(signal.SIGTERM) == 0

@@ -189,14 +189,17 @@ def memory_topics(conn: sqlite3.Connection, filenames: Sequence[str]) -> dict[st
     for marks, chunk in in_chunks(wanted):
         texts.update(conn.execute(f"SELECT id, text FROM assertions WHERE id IN ({marks})", chunk).fetchall())
     evidence = queries.evidence_for(conn, wanted)
+    superseding: dict[int, list[queries.UpdateView]] = {}  # claim -> later revisions of it, in record order
+    for update in queries.updates(conn, older=wanted):
+        superseding.setdefault(update.older_id, []).append(update)  # type: ignore[arg-type]
     return {name: _memory_topic(name, key, text, identity, own.get(source_id, set()) | about.get(key, set()),
-                                texts, evidence, versions.get(source_id, []), dropped.get(source_id, {}))
+                                texts, evidence, superseding, versions.get(source_id, []), dropped.get(source_id, {}))
             for name, (key, source_id, text, identity) in files.items()}
 
 
 def _memory_topic(filename: str, key: str, text: str, identity: str, ids: set[int], texts: dict[int, str],
-                  evidence: dict[int, list[queries.EvidenceRow]], versions: list[tuple[int, str]],
-                  dropped: dict[str, int]) -> MemoryTopic:
+                  evidence: dict[int, list[queries.EvidenceRow]], superseding: dict[int, list[queries.UpdateView]],
+                  versions: list[tuple[int, str]], dropped: dict[str, int]) -> MemoryTopic:
     voices: list[Voice] = []
     alone = 0
     for aid in sorted(ids):
@@ -214,8 +217,8 @@ def _memory_topic(filename: str, key: str, text: str, identity: str, ids: set[in
                      else Stand.SUPERSEDES if other.timestamp[:10] > own.timestamp[:10] else Stand.DISPUTES)
             voices.append(Voice(stand, texts.get(aid, ""), other.text, source_name(other.source), other.timestamp[:10]))
     # A claim of this file that a later revision supersedes (ADR 0009): the revision says what holds now.
-    for u in queries.updates(conn, older=ids):
-        if u.older_id is not None and u.source != identity:
+    for u in sorted((u for aid in ids for u in superseding.get(aid, ())), key=lambda u: u.id):
+        if u.source != identity:
             voices.append(Voice(Stand.SUPERSEDES, texts.get(u.older_id, u.older_text or ""), u.new_text,
                                 source_name(u.source), u.timestamp[:10]))
     voices.sort(key=lambda v: (v.source, v.said))

@@ -169,13 +169,18 @@ def forget_vanished(state: ProjectState, files: list[Path], delivered: Delivered
     """Queue a tombstone for each memory file of `folder` delivered before and gone now, or a move
     when a new file carries its content (docs/adr/0012); remember what the folder holds. `files` says
     nothing of known names outside `answers_for` (a part of the folder that could not be listed).
-    Returns the new names a move carries. An outbox that cannot be written leaves the memory of the
-    folder as it was."""
+    Returns the names not to send as memory files: those a move carries, and unchanged host copies of
+    files deleted through the mount. An outbox that cannot be written leaves the memory of the folder
+    as it was."""
     from ontology.clock import utc_now
 
     present = {p.name: read_artifact(p) for p in files}  # None: there, but unreadable now
     readable = {name: data for name, data in present.items() if data is not None}
+    prints = {name: forgetting.fingerprint(data) for name, data in readable.items()}
     known = forgetting.KnownFiles(state, folder)
+    withheld = {name for name, fp in prints.items() if known.withholds(name, fp)}
+    for name in [n for n, e in known.files.items() if e.get(forgetting.WITHHELD) and n not in present]:
+        del known.files[name]  # deleted through the mount, now gone underneath too: its tombstone was sent
     unlisted = set() if answers_for is None else {n for n in known.files if n not in answers_for}
     moved: set[str] = set()
     for gone, successor in forgetting.vanished(known, present.keys() | unlisted, readable):
@@ -193,15 +198,16 @@ def forget_vanished(state: ProjectState, files: list[Path], delivered: Delivered
             state.forget_delivered(forgotten)
         except OSError as exc:
             log(f"could not queue what became of {gone} ({exc.strerror or exc}); the next rescan retries")
-            return moved
+            return moved | withheld
         delivered.difference_update(forgotten)
         del known.files[gone]
-    known.files.update((name, forgetting.fingerprint(data)) for name, data in readable.items())
+    known.files.update((name, {**fp, forgetting.WITHHELD: True} if name in withheld else fp)
+                       for name, fp in prints.items())
     try:
         known.save()
     except OSError as exc:
         log(f"could not remember the memory folder ({exc.strerror or exc})")
-    return moved
+    return moved | withheld
 
 
 def remember(state: ProjectState, name: str, data: bytes, folder: forgetting.Folder) -> None:
@@ -235,8 +241,8 @@ def rescan(project: Project, detection: Detection, harness: str = Harness.CLAUDE
         if not projection_mounted(project.memory_dir):
             files = forgetting.listing(project.memory_dir)
             if files is not None and (detection.active or state.is_known()):
-                moved = forget_vanished(state, files, delivered, waiting)
-                files = [p for p in files if p.name not in moved]
+                not_sent = forget_vanished(state, files, delivered, waiting)
+                files = [p for p in files if p.name not in not_sent]
             sources += [("memory", p) for p in files or ()]
         sources += [("ledger", p) for p in _memory_files(project.ledger_dir)]
         # Codex's store, for a Codex session, and for `flush` once Codex has delivered here (ADR 0012).
@@ -244,8 +250,8 @@ def rescan(project: Project, detection: Detection, harness: str = Harness.CLAUDE
             codex = codex_memory_listing()
             if codex is not None and (detection.active or state.is_known()):
                 files, answers_for = codex
-                moved = forget_vanished(state, files, delivered, waiting, forgetting.Folder.CODEX, answers_for)
-                sources += [("memory", p) for p in files if p.name not in moved]
+                not_sent = forget_vanished(state, files, delivered, waiting, forgetting.Folder.CODEX, answers_for)
+                sources += [("memory", p) for p in files if p.name not in not_sent]
             else:
                 sources += [("memory", p) for p in codex_memory_files()]
         direct, unsent, problem = 0, 0, None
@@ -471,67 +477,81 @@ def redirect_write(payload: dict, project: Project, deadline: float) -> dict | N
                  f"the topic files show the result (also MCP kg_search / kg_concept).")
 
 
-# `rm` and `mv` of memory files, as an agent's shell runs them: one simple command, no shell syntax.
-_SHELL_SYNTAX = frozenset({";", "&&", "||", "|", "&", ">", ">>", "<", "(", ")"})
-
-
-def _removal(command: str, cwd: Path) -> tuple[str, list[Path]] | None:
-    """("rm", targets) or ("mv", [source, destination]) for a plain `rm`/`mv` of files, else None."""
-    import shlex  # lazily: only a Bash call on a mounted memory slot pays for it
-
-    try:
-        words = shlex.split(command)
-    except ValueError:
-        return None
-    if not words or words[0] not in ("rm", "mv") or _SHELL_SYNTAX & set(words) or \
-            any(ch in command for ch in "$`*?"):
-        return None
-    paths = [cwd / w for w in words[1:] if not w.startswith("-")]
-    if words[0] == "mv" and len(paths) != 2:
-        return None
-    return (words[0], paths) if paths else None
+READ_ONLY = ("This memory directory is kgbridge's read-only projection, so the files themselves are not "
+             "touched; the projection shows the change once it is ingested.")
 
 
 def redirect_removal(payload: dict, project: Project, deadline: float) -> dict | None:
-    """PreToolUse: an `rm` or `mv` of files in the mounted memory slot. The mount is read-only, so the
-    command would fail with EROFS; instead the deletion becomes a tombstone and the rename a move
-    (docs/adr/0012), and the agent is told so."""
+    """PreToolUse: a Bash command that would change files in the mounted memory slot. The mount is
+    read-only, so it would fail with EROFS. Plain `rm`/`mv` (and `git rm`/`git mv`) of memory files,
+    alone or joined by `&&`/`;`, are recorded instead: a deletion as a tombstone, a rename as a move
+    (docs/adr/0012). Anything else that writes there is refused with a sentence saying why and what
+    kgbridge can record; nothing of it is recorded (kgbridge.shellplan)."""
     tool_input = payload.get("tool_input") or {}
     command = tool_input.get("command") if isinstance(tool_input, dict) else None
     memory_dir = project.memory_dir
     if payload.get("tool_name") != "Bash" or not isinstance(command, str) or not projection_mounted(memory_dir):
         return None
-    parsed = _removal(command, Path(payload.get("cwd") or os.getcwd()))
-    if parsed is None or not all(_inside(p, memory_dir) and p.suffix == ".md" for p in parsed[1]) or vetoed(project):
+    from kgbridge import shellplan  # lazily: only a Bash call on a mounted memory slot pays for it
+
+    planned = shellplan.plan(command, Path(payload.get("cwd") or os.getcwd()), memory_dir)
+    if planned is None or vetoed(project):
         return None
+    if planned.unrecorded is not None:
+        return _deny(f"Not run, nothing recorded: {memory_dir} is kgbridge's read-only projection of this "
+                     f"project's memory, where this command would fail (read-only file system), and kgbridge "
+                     f"cannot record {planned.unrecorded}. It records deletions and renames of memory files given as "
+                     f"plain commands: `rm <file>.md`, `mv <old>.md <new>.md` (or `git rm` / `git mv`), alone "
+                     f"or joined by `&&` or `;`, without globs, pipes or redirects; edits go through the "
+                     f"Write/Edit tools. Run the rest of the command on its own.")
     from ontology.clock import utc_now
 
-    verb, paths = parsed
     state, at = ProjectState(project.slug), utc_now()
-    if verb == "rm":
-        items = [("tombstone", p.name, forgetting.tombstone(p.name, at)) for p in paths]
-        said = f"Recorded as deleted in kgbridge: {', '.join(p.name for p in paths)}. Its claims stop counting " \
-               f"and it leaves MEMORY.md; its history (`kgbridge show`) keeps what it said."
-    else:
-        # The file's text is read through the mount, which the hook never waits on: the worker does it.
-        source, target = paths
-        try:
-            state.put_edit({"tool": "mv", "source": str(source), "target": str(target), "at": at})
-        except OSError as exc:
-            return _deny(f"Not renamed: kgbridge's outbox cannot be written ({exc.strerror or exc}); retry later.")
-        spawn_worker(str(project.root), Harness.CLAUDE)
-        return _deny(f"Recorded as renamed in kgbridge: {source.name} is now {target.name} (one source, its "
-                     f"history kept). This memory directory is kgbridge's read-only projection, so the files "
-                     f"themselves are not touched; the projection shows the change once it is ingested.")
+    deleted = [p for op in planned.operations if op.verb is shellplan.Verb.DELETE for p in op.paths]
+    renamed = [op.paths for op in planned.operations if op.verb is shellplan.Verb.RENAME]
+    # A renamed file's text is read through the mount, which the hook never waits on: the worker does it.
+    queued: list[Path] = []
+    try:
+        for source, target in renamed:
+            queued.append(state.put_edit({"tool": "mv", "source": str(source), "target": str(target), "at": at}))
+    except OSError as exc:
+        for item in queued:
+            item.unlink(missing_ok=True)
+        return _deny(f"Not recorded: kgbridge's outbox cannot be written ({exc.strerror or exc}); retry later.")
     drop_dir, delivered = local_drop_dir(project), state.delivered()
-    outcomes = {hand_over(state, drop_dir, kind, name, data, delivered) for kind, name, data in items}
+    outcomes = {hand_over(state, drop_dir, "tombstone", p.name, forgetting.tombstone(p.name, at), delivered)
+                for p in deleted}
     if Outcome.UNSAVED in outcomes:
-        return _deny("Not recorded: kgbridge's outbox cannot be written (see `kgbridge status`). This memory "
-                     "directory is kgbridge's read-only projection; retry once the state directory is fixed.")
-    if Outcome.OUTBOX in outcomes:
+        return _deny("Deletions not recorded: kgbridge's outbox cannot be written (see `kgbridge status`). "
+                     + READ_ONLY)
+    if deleted:
+        _withhold(state, [p.name for p in deleted], delivered)
+    if renamed or Outcome.OUTBOX in outcomes:
         spawn_worker(str(project.root), Harness.CLAUDE)
-    return _deny(f"{said} This memory directory is kgbridge's read-only projection, so the files themselves "
-                 f"are not touched; the projection shows the change once it is ingested.")
+    said = []
+    if deleted:
+        said.append(f"Recorded as deleted in kgbridge: {', '.join(p.name for p in deleted)}. Its claims stop "
+                    f"counting and it leaves MEMORY.md; its history (`kgbridge show`) keeps what it said.")
+    if renamed:
+        said.append("Recorded as renamed in kgbridge: " + ", ".join(f"{a.name} is now {b.name}" for a, b in renamed)
+                    + " (one source, its history kept).")
+    return _deny(" ".join(said + [READ_ONLY]))
+
+
+def _withhold(state: ProjectState, names: list[str], delivered: Delivered) -> None:
+    """Files deleted through the mount: written again through it, they are their next version (their
+    delivered keys forgotten); their host copies underneath, unchanged, are not sent again after an
+    unmount (KnownFiles.withhold). Best effort: a failure only means a rescan may send a copy again."""
+    try:
+        keys = [key for name in names for key in forgetting.memory_keys(delivered, name)]
+        state.forget_delivered(keys)
+        delivered.difference_update(keys)
+        known = forgetting.KnownFiles(state, forgetting.Folder.CLAUDE)
+        for name in names:
+            known.withhold(name)
+        known.save()
+    except OSError as exc:
+        log(f"could not record the deletion of {', '.join(names)} locally ({exc.strerror or exc})")
 
 
 def _deny(reason: str) -> dict:

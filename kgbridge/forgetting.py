@@ -62,6 +62,9 @@ def move(old: str, new: str, content: bytes, at: str) -> bytes:
                        "content": content.decode("utf-8", "replace")}, ensure_ascii=False).encode()
 
 
+WITHHELD = "withheld"
+
+
 class Folder(StrEnum):
     """The memory folders a rescan compares, each by the state file that remembers it."""
 
@@ -79,6 +82,15 @@ class KnownFiles:
 
     def save(self) -> None:
         atomic_write(self.path, json.dumps(self.files, sort_keys=True).encode())
+
+    def withhold(self, name: str) -> None:
+        """`name` was deleted through the mounted projection: the host's copy underneath is what the
+        agent deleted, so it is not sent again while unchanged (its bytes are learned at the next rescan)."""
+        self.files[name] = {**self.files.get(name, {}), WITHHELD: True}
+
+    def withholds(self, name: str, fingerprint: dict[str, object]) -> bool:
+        entry = self.files.get(name) or {}
+        return bool(entry.get(WITHHELD)) and entry.get("sha") in (None, fingerprint["sha"])
 
 
 def memory_keys(delivered: Delivered, filename: str) -> list[str]:

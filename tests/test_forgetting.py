@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from conftest import graph_snapshot
-from support.bridge_env import BridgeEnv, wait_for
+from support.bridge_env import BridgeEnv, drops, wait_for
 from support.fuse_helpers import requires_fuse, unmount
 from support.server_proc import ServerProcess
 from ontology import queries
@@ -270,11 +270,18 @@ def test_a_malformed_tombstone_or_move_is_refused_with_its_reason(tmp_path: Path
         onto.close()
 
 
-def _bash(bridge: BridgeEnv, command: str) -> dict[str, object]:
-    payload = {"session_id": "s1", "cwd": str(bridge.project), "hook_event_name": "PreToolUse",
-               "tool_name": "Bash", "tool_input": {"command": command}}
-    result = bridge.hook(payload)
-    assert result.returncode == 0
+def _bash(bridge: BridgeEnv, command: str, env: dict[str, str] | None = None) -> dict[str, object]:
+    """A real PreToolUse hook on a Bash call, as Claude Code sends it; its decision."""
+    return _pre_tool_use(bridge, "Bash", {"command": command, "description": "memory housekeeping"}, env)
+
+
+def _pre_tool_use(bridge: BridgeEnv, tool: str, tool_input: dict[str, object],
+                  env: dict[str, str] | None = None) -> dict[str, object]:
+    payload = {"session_id": "s1", "transcript_path": str(bridge.base / "t.jsonl"), "cwd": str(bridge.project),
+               "permission_mode": "default", "hook_event_name": "PreToolUse", "tool_name": tool,
+               "tool_input": tool_input}
+    result = bridge.hook(payload, env=env)
+    assert result.returncode == 0 and result.stdout.strip(), result.stderr
     return json.loads(result.stdout)["hookSpecificOutput"]
 
 
@@ -306,7 +313,6 @@ def test_rm_and_mv_through_the_mount_become_a_tombstone_and_a_move(tmp_path: Pat
         assert decision["permissionDecision"] == "deny" and "deleted" in decision["permissionDecisionReason"]
         decision = _bash(bridge, f"mv -f {mem / 'project_queue.md'} {mem / 'project_jobs.md'}")
         assert "project_jobs.md" in decision["permissionDecisionReason"]
-        assert _bash_passes(bridge, f"rm {mem / 'project_deploy.md'} && echo done"), "shell syntax is left alone"
         assert wait_for(lambda: not list((bridge.state / "shop" / "edits").iterdir()), timeout=30), "the worker moved it"
         assert wait_for(lambda: len([p for p in bridge.ingest.iterdir() if not p.name.startswith(".")]) == 2,
                         timeout=30)
@@ -332,11 +338,96 @@ def test_rm_and_mv_through_the_mount_become_a_tombstone_and_a_move(tmp_path: Pat
     rebuild_gives_the_same_graph(bridge.root)
 
 
-def _bash_passes(bridge: BridgeEnv, command: str) -> bool:
-    payload = {"session_id": "s1", "cwd": str(bridge.project), "hook_event_name": "PreToolUse",
-               "tool_name": "Bash", "tool_input": {"command": command}}
-    result = bridge.hook(payload)
-    return result.returncode == 0 and not result.stdout.strip()
+@contextmanager
+def mounted(stack: Stack) -> Iterator[Path]:
+    """The projection mounted on the memory slot (a real FUSE mount), with the server running."""
+    result = stack.bridge.cli("mount", env=stack.env)
+    assert result.returncode == 0, result.stderr
+    try:
+        yield stack.bridge.memory_dir
+    finally:
+        stack.bridge.cli("unmount", env=stack.env)
+        unmount(stack.bridge.memory_dir)
+
+
+def listed(directory: Path) -> list[str]:
+    return subprocess.run(["ls", str(directory)], capture_output=True, text=True, timeout=30, check=True).stdout.split()
+
+
+@requires_fuse
+def test_a_file_deleted_through_the_mount_and_written_again_is_its_next_version(tmp_path: Path):
+    stack = Stack(tmp_path, "dir")
+    (stack.bridge.memory_dir / "project_deploy.md").write_text(DEPLOY)
+    (stack.bridge.memory_dir / "project_queue.md").write_text(QUEUE)
+    with stack.running():
+        stack.flush(settle_on=2)
+        with mounted(stack) as mem:
+            assert "project_deploy.md" in listed(mem)
+            decision = _bash(stack.bridge, f"rm {mem / 'project_deploy.md'}", stack.env)
+            assert decision["permissionDecision"] == "deny" and "deleted" in decision["permissionDecisionReason"]
+            assert wait_for(lambda: stack.artifacts() == 3, timeout=30)
+            assert wait_for(lambda: stack.claim("Deploys happen on Tuesdays")[1] == 0)
+            assert wait_for(lambda: "project_deploy.md" not in listed(mem))
+            # the agent writes the file again, through the mounted slot (the Write redirect)
+            decision = _pre_tool_use(stack.bridge, "Write", {"file_path": str(mem / "project_deploy.md"),
+                                                             "content": DEPLOY}, stack.env)
+            assert decision["permissionDecision"] == "deny" and "Saved to" in decision["permissionDecisionReason"]
+            assert wait_for(lambda: stack.artifacts() == 4, timeout=30), stack.rows("SELECT filename, kind FROM artifacts")
+            assert wait_for(lambda: stack.claim("Deploys happen on Tuesdays")[1] == 1)
+            assert wait_for(lambda: "project_deploy.md" in listed(mem))
+            shown = subprocess.run(["cat", str(mem / "project_deploy.md")], capture_output=True, text=True,
+                                   timeout=30, check=True).stdout
+            assert shown.startswith(DEPLOY), "back with its own text"
+        assert stack.rows("SELECT a.version, a.kind FROM artifacts a JOIN sources s ON s.id = a.source_id "
+                          "WHERE s.identity = 'memory:shop/project_deploy.md' ORDER BY a.version") == [
+            (1, "memory"), (2, "tombstone"), (3, "memory")]
+        assert dict(stack.sources())["memory:shop/project_deploy.md"] is None
+    assert "project_deploy.md" in rebuild_gives_the_same_graph(stack.graph_root)
+
+
+@requires_fuse
+def test_compound_rm_and_mv_through_the_mount_are_recorded_and_the_rest_is_explained(tmp_path: Path):
+    stack = Stack(tmp_path, "dir")
+    notes = {"project_deploy.md": DEPLOY, "project_queue.md": QUEUE,
+             "project_cache.md": "---\nname: cache\ndescription: caching\ntype: project\n---\n- The cache is Redis\n",
+             "project_ci.md": "---\nname: ci\ndescription: ci\ntype: project\n---\n- CI runs on every push\n"}
+    for name, text in notes.items():
+        (stack.bridge.memory_dir / name).write_text(text)
+    with stack.running():
+        stack.flush(settle_on=4)
+        with mounted(stack) as mem:
+            # what the agent would meet without the hook: the kernel refuses, bare
+            bare = subprocess.run(["bash", "-c", f"rm {mem / 'project_ci.md'} && echo done"], capture_output=True,
+                                  text=True, timeout=30)
+            assert bare.returncode != 0 and "Read-only file system" in bare.stderr
+            # pieces kgbridge cannot record: the command is refused with why, and nothing is recorded
+            for command in (f"rm {mem / 'project_ci.md'} && echo done", f"rm {mem}/*.md",
+                            f"find {mem} -name project_ci.md -delete", f"echo x >> {mem / 'project_ci.md'}",
+                            f"git rm --cached {mem / 'project_ci.md'}", f"mv {mem / 'project_ci.md'} /tmp/ci.md"):
+                reason = str(_bash(stack.bridge, command, stack.env)["permissionDecisionReason"])
+                assert reason.startswith("Not run, nothing recorded") and "read-only" in reason, (command, reason)
+                assert "`rm <file>.md`" in reason, "the agent is told what kgbridge can record"
+            # a compound of plain ones is recorded whole: two deletions (one by `git rm`) and a rename
+            decision = _bash(stack.bridge, f"rm -f {mem / 'project_deploy.md'} 2>/dev/null && cd {mem} && "
+                                           f"git rm -q project_cache.md; mv project_queue.md project_jobs.md",
+                             stack.env)
+            reason = str(decision["permissionDecisionReason"])
+            assert "project_deploy.md, project_cache.md" in reason and "project_queue.md is now project_jobs.md" in reason
+            assert wait_for(lambda: stack.artifacts() == 7, timeout=60), stack.rows("SELECT filename, kind FROM artifacts")
+            assert wait_for(lambda: set(listed(mem)) >= {"project_jobs.md", "project_ci.md"} and
+                            not {"project_deploy.md", "project_cache.md", "project_queue.md"} & set(listed(mem)))
+        # Unmounted, the host's own copies are still there underneath: a rescan does not send them again.
+        assert (stack.bridge.memory_dir / "project_deploy.md").read_text() == DEPLOY
+        stack.flush(settle_on=7)
+        assert wait_for(lambda: not drops(stack.bridge.ingest), timeout=30)
+        assert stack.artifacts() == 7, stack.rows("SELECT filename, kind FROM artifacts")
+        sources = dict(stack.sources())
+        assert sources["memory:shop/project_deploy.md"] and sources["memory:shop/project_cache.md"]
+        assert sources["memory:shop/project_ci.md"] is None, "the refused commands recorded nothing"
+        assert "memory:shop/project_queue.md" not in sources and sources["memory:shop/project_jobs.md"] is None
+        assert stack.claim("The job queue uses Celery")[1] == 1 and stack.claim("CI runs on every push")[1] == 1
+        assert stack.claim("The cache is Redis")[1] == 0
+    rebuild_gives_the_same_graph(stack.graph_root)
 
 
 # Codex's own memory store follows the same rules. The payloads below have the shape Codex 0.169 sends
@@ -421,3 +512,47 @@ def test_codex_notes_deleted_renamed_and_restored_follow_the_same_rules(stack: S
             (renamed.name, "tombstone", 3), (renamed.name, "memory", 4)]
         assert dict(stack.sources())[codex.source(renamed.name)] is None
     rebuild_gives_the_same_graph(stack.graph_root)
+
+
+SLOT = Path("/home/u/.claude/projects/-w-shop/memory")
+
+
+@pytest.mark.parametrize("command, recorded, unrecorded", [
+    ("rm {s}/a.md", [("rm", "a.md")], None),
+    ("rm -f {s}/a.md {s}/b.md 2>/dev/null", [("rm", "a.md", "b.md")], None),
+    ("mv -f {s}/a.md {s}/b.md", [("mv", "a.md", "b.md")], None),
+    ("rm {s}/a.md && mv {s}/b.md {s}/c.md", [("rm", "a.md"), ("mv", "b.md", "c.md")], None),
+    ("cd {s} && git rm -q a.md; git mv b.md c.md\nrm d.md", [("rm", "a.md"), ("mv", "b.md", "c.md"), ("rm", "d.md")],
+     None),
+    ("rm '{s}/a b.md' >/dev/null 2>&1", [("rm", "a b.md")], None),
+    ("rm {s}/a.md && echo done", [("rm", "a.md")], "`echo done` in the same command"),
+    ("rm {s}/*.md", [], "`rm {s}/*.md`"),
+    ("find {s} -name a.md -delete", [], "`find {s} -name a.md -delete`"),
+    ("echo x > {s}/a.md", [], "a redirect into it"),
+    ("sed -i s/a/b/ {s}/a.md", [], "`sed -i s/a/b/ {s}/a.md`"),
+    ("git rm --cached {s}/a.md", [], "`git rm --cached {s}/a.md`"),
+    ("rm -rf {s}", [], "`rm -rf {s}`"),
+    ("mv {s}/a.md /tmp/a.md", [], "`mv {s}/a.md /tmp/a.md`"),
+    ("mv {s}/a.md {s}/b.md && rm {s}/b.md", [("mv", "a.md", "b.md"), ("rm", "b.md")], "several operations on one file"),
+    ("rm '{s}/a.md", [], "unbalanced quotes"),
+    ("cat {s}/a.md | grep x", None, None),
+    ("cp {s}/a.md /tmp/ && ls {s}", None, None),
+    ("rm /tmp/a.md && echo done", None, None),
+])
+def test_what_a_shell_command_does_to_the_mounted_slot(command: str, recorded: list[tuple[str, ...]] | None,
+                                                      unrecorded: str | None):
+    """The PreToolUse reading of Bash commands: what it records, and what it names instead (None: the
+    command writes nothing into the slot and runs)."""
+    from kgbridge import shellplan
+
+    planned = shellplan.plan(command.format(s=SLOT), Path("/w/shop"), SLOT)
+    if recorded is None:
+        assert planned is None
+        return
+    assert planned is not None
+    assert [(op.verb.value, *(p.name for p in op.paths)) for op in planned.operations] == recorded
+    assert all(p.parent == SLOT for op in planned.operations for p in op.paths)
+    if unrecorded is None:
+        assert planned.unrecorded is None
+    else:
+        assert unrecorded.format(s=SLOT) in (planned.unrecorded or "")

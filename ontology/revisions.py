@@ -53,7 +53,7 @@ _FUTURE = re.compile(
 # Quoted or code values: `x`, "x", “x”, «x», 「x」, 『x』, 'x'.
 _QUOTED = r"(?:`[^`]{1,80}`|\"[^\"]{1,80}\"|“[^”]{1,80}”|«[^»]{1,80}»|「[^」]{1,80}」|『[^』]{1,80}』)"
 # A clause ends at these (a value never crosses them).
-_STOP = r"[,;:.!?()（），；：。！？、]|\s[-\u2013\u2014]\s|\s\+\s"
+_STOP = r"[,;:!?()（），；：。！？、]|\.(?=\s|$)|\s[-\u2013\u2014]\s|\s\+\s"
 _LATIN_VALUE = rf"(?:{_QUOTED}|[^\s,;:.!?()（），；：。！？、\u2013\u2014]+(?:\s+[^\s,;:.!?()（），；：。！？、\u2013\u2014]+){{0,5}}?)"
 _CJK_VALUE = rf"(?:{_QUOTED}|[^,;:.!?()（），；：。！？、「」]{{1,40}}?)"
 
@@ -87,16 +87,16 @@ _CHANGED_FROM_ONLY = [
 ]
 
 _ARROW_RE = re.compile(r"\s*(?:→|->|=>|⇒|⟶)\s*")
-_CHANGE_WORD = _re(
-    r"\b(?:renamed|renames|changed|switched|migrated|moved|replaced|upgraded|updated|removed|dropped|deprecated|"
-    r"geändert|umbenannt|umgestellt|ersetzt|entfernt|gewechselt|gestrichen|cambiad[oa]|renombrad[oa]|migrad[oa]|"
-    r"actualizad[oa]|eliminad[oa]|reemplazad[oa]|changée?|renommée?|migrée?|remplacée?|supprimée?)\b"
-    r"|改为|改成|改名|更名|迁移|遷移|替换|替換|变更|變更|删除|刪除|移除|変更|移行|転換|置き換え|改名|削除|변경|전환|교체|삭제|이름 변경")
-_NUMERIC_ONLY = re.compile(r"^[\s~≈<>≤≥+\-±#$%.,:/0-9a-zA-Z]*\d[\s~≈<>≤≥+\-±#$%.,:/0-9]*[a-zA-Zμ%]{0,3}$")
+_ARROW_CONDITION = _re(r"(?:\s시|때|하면|으면|場合|の時|时|時|时候|時候|\bif\b.*|\bwhen\b.*|\bwenn\b.*|\bsi\b.*)$")
+_ARROW_LEAD = _re(r"^(?:renamed|renames|migrated|moved|switched|changed|umbenannt|umgestellt|verschoben|"
+                  r"renombrad[oa]|migrad[oa]|renommée?|migrée?)(?:\s+(?:from|von|de|desde))?\s+(?P<value>.+)$")
+_ARROW_TAIL = _re(r"\s*(?:으로|로|に|へ|为|為)?\s*(?:변경|전환|교체|変更|移行|切り替え|改名|更名|改为|改為)"
+                  r"(?:함|됨|했다|했음|した|済み|了)?$")
+_REMOVAL_END = _re(r"\s+(?:removed|dropped|deleted|entfernt|gelöscht|eliminad[oa]s?|supprimée?s?)$|\s*(?:删除|刪除|移除|削除|삭제)$")
 
 _WAS_RE = _re(
-    r"[(（]\s*(?:was|were|previously|formerly|originally|used to be|antes|anteriormente|anciennement|auparavant|"
-    r"autrefois|früher|vorher|ehemals|bisher|旧称|旧名|原为|原為|原来是|原來是|原|旧|舊|以前は|元は|이전|기존|구|예전)"
+    r"[(（]\s*(?:(?:was|were|previously|formerly|originally|used to be|antes|anteriormente|anciennement|auparavant|"
+    r"autrefois|früher|vorher|ehemals|bisher)\b|旧称|旧名|舊名|原名|原为|原為|原来是|原來是|以前は|元は|예전)"
     r"\s*[:：]?\s*(?P<old>[^()（）]{1,80})[)）]")
 
 _REPLACED = [
@@ -105,7 +105,7 @@ _REPLACED = [
         rf"(?:replaced|superseded|succeeded)\s+(?:by|with)\s+(?P<new>{_LATIN_VALUE}){_END}"),
     # replaced X with/by Y (past tense only: "replace X with Y" is a plan or a rule)
     _re(rf"\breplaced\s+(?P<old>{_LATIN_VALUE})\s+(?:with|by)\s+(?P<new>{_LATIN_VALUE}){_END}"),
-    _re(rf"(?P<new>{_QUOTED}|\S+)\s+(?:now\s+)?(?:replaces|replaced|supersedes|superseded)\s+(?P<old>{_QUOTED}|\S+){_END}"),
+    _re(rf"(?P<new>{_QUOTED})\s+(?:now\s+)?(?:replaces|replaced|supersedes|superseded)\s+(?P<old>{_QUOTED}){_END}"),
     _re(rf"(?P<old>{_LATIN_VALUE})\s+(?:(?:a|ont|été|est|sont)\s+)*remplacée?s?\s+par\s+(?P<new>{_LATIN_VALUE}){_END}"),
     _re(rf"(?P<old>{_LATIN_VALUE})\s+(?:(?:wurde|wurden|ist|sind|jetzt)\s+)*ersetzt\s+durch\s+(?P<new>{_LATIN_VALUE}){_END}"),
     _re(rf"(?P<new>{_QUOTED})\s+ersetzt\s+(?P<old>{_QUOTED})"),
@@ -130,18 +130,20 @@ _CHANGE_CUE = _re(
     r"\b(?:now|switched|moved|changed|migrated|swapped|replaced|went with|chose|decided|settled|jetzt|nun|inzwischen|"
     r"mittlerweile|umgestellt|gewechselt|ahora|cambiamos|decidimos|maintenant|désormais|décidé)\b"
     r"|改用|改为|改成|现在|現在|目前|已经|今は|今では|変更|이제|지금|현재|변경")
-# "Y, not X" forms: the old value X is short and specific (a name, a number, a code span).
+# "Y, not X" forms. A contrast ("own EventBus, not eventemitter3", "不是黑箱") is usually a plain
+# description, so it counts only as a correction: beside a word that marks the new side as new or
+# current ("(current setup, not X)", "(신형, X 아님)"), between two numbers or versions ("SDK 53 (no
+# 52)"), or as an emphasised copula ("X is NOT a Y").
+_NEW_CUE = (r"(?:\b(?:new|newer|current|currently|now|today|updated|corrected|neu|neue[rs]?|jetzt|aktuell|nuev[oa]|"
+            r"ahora|actual|nouveau|nouvelle|maintenant|actuel(?:le)?)\b|신형|새|현재|지금|이제|新|現在|现在|目前|今は|最新)")
 _NOT = [
-    _re(rf"[(（][^()（）]*?(?:,|，|;)\s*not\s+(?P<old>[^()（）,;]{{1,60}})[)）]"),  # (Y, not X)
-    _re(rf"(?P<new>{_LATIN_VALUE}),\s+not\s+(?P<old>{_LATIN_VALUE})(?=\s*(?:$|[.;!)]))"),  # Y, not X.
-    _re(r"[(（]\s*(?:no|not|pas|nicht|kein|keine)\s+(?P<old>[^()（）,;]{1,40})[)）]"),  # Y (no X)
-    re.compile(r"\b(?:is|are|was|were|ist|sind)\s+(?:NOT|NICHT|KEIN|KEINE)\s+(?:an?\s+|ein\s+|eine\s+)?"
+    _re(rf"[(（][^()（）]*?{_NEW_CUE}[^()（）]*?(?:,|，|;)\s*not\s+(?P<old>[^()（）,;]{{1,60}})[)）]"),  # (new Y, not X)
+    _re(rf"{_NEW_CUE}[^,;()]*,\s+not\s+(?P<old>{_LATIN_VALUE})(?=\s*(?:$|[.;!)]))"),  # Y = new …, not X
+    _re(rf"[(（][^()（）]*?{_NEW_CUE}[^()（）]*?[,，]\s*(?P<old>[^\s,;:.!?()（），；：。！？、]+(?:\s[^\s,;:.!?()（），；：。！？、]+){{0,2}})"
+        r"\s*(?:이|가)?\s*아님[)）]"),  # (신형, X 아님)
+    _re(r"(?P<new>\d[\w.]*)\s*[(（]\s*(?:no|not|pas|nicht|kein|nein|非|不是|아님)\s*(?P<old>\d[\w.]*)\s*[)）]"),  # 53 (no 52)
+    re.compile(r"\b(?:is|are|was|were|ist|sind)\s+(?:NOT|NICHT|KEIN|KEINE)\s+(?:an?\s+|ein\s+|eine\s+)"
                r"(?P<old>[^\s,;:.!?()]+(?:\s[^\s,;:.!?()]+){0,3}?)(?=\s*(?:$|[,;:.!?()]|\s[-\u2013\u2014]\s))"),  # X is NOT Y
-    _re(r"(?P<old>[^\s,;:.!?()（），；：。！？、]+(?:\s[^\s,;:.!?()（），；：。！？、]+){0,2})\s*(?:이|가)?\s*아님"),  # X 아님
-    _re(r"(?P<old>[^\s,;:.!?()（），；：。！？、]+(?:\s[^\s,;:.!?()（），；：。！？、]+){0,2})\s*(?:이|가)?\s*아니라"),
-    _re(r"(?:而)?不是\s*(?P<old>[^\s,;:.!?()（），；：。！？、]{1,30}?)(?=$|[,;:.!?()（），；：。！？、]|而是)"),
-    _re(r"(?P<old>[^\s,;:.!?()（），；：。！？、「」]{1,30}?|「[^」]{1,40}」)\s*ではなく(?:て)?[、,]?\s*(?P<new>[^\s,;:.!?()（），；：。！？、]{1,40})?"),
-    _re(rf"\bkeine?[nmrs]?\s+(?P<old>{_QUOTED}|[^\s,;.]+(?:\s+[^\s,;.]+)?)\s+mehr\b"),
 ]
 _NO_LONGER = [
     _re(rf"(?P<old>{_QUOTED}|[^\s,;:.!?()]+)\s+(?:is|are|was|were)\s+no longer\s+(?:used|needed|supported|valid|true|"
@@ -153,8 +155,10 @@ _NO_LONGER = [
     _re(rf"\bya no\s+(?:se\s+)?(?:usa|usamos|usan|utiliza|necesita|existe)\s+(?P<old>{_LATIN_VALUE}){_END}"),
     _re(rf"(?P<old>{_QUOTED}|[^\s,;:.!?()]+)\s+(?:is|are)\s+now\s+(?:unused|obsolete|deprecated|dead code|dead)\b"),
     _re(r"不再\s*(?:使用|用|需要|依赖|依賴|调用|調用)\s*(?P<old>[^\s,;:.!?()（），；：。！？、]{1,30}?)(?=$|[,;:.!?()（），；：。！？、了])"),
+    _re(rf"\bkeine?[nmrs]?\s+(?P<old>{_QUOTED}|[^\s,;.]+(?:\s+[^\s,;.]+)?)\s+mehr\b"),  # kein X mehr
 ]
-# A belief the author corrects: what was thought (old) and, where given, what holds (the rest).
+# A belief the author corrects: what was thought (old) and, where given, what holds (the rest). Past
+# forms only ("was wrong", not "is wrong"), and never inside a condition ("when you were wrong").
 _CORRECTION = [
     _re(r"[(（]\s*(?:which\s+)?(?:we|I|they|it was)\s+(?:previously|originally|initially|first|had)\s+"
         r"(?:thought|assumed|believed|suspected)\s+(?P<old>[^()（）]{1,120})[)）]"),
@@ -162,18 +166,26 @@ _CORRECTION = [
         rf"reported|showed|shown|described|documented|stated|claimed)\s+(?P<old>{_LATIN_VALUE}){_END}"),
     _re(r"[(（]\s*(?:先前|之前|以前|原先)\s*(?:误判|誤判|误以为|誤以為|以为|以為)\s*(?P<old>[^()（）]{1,40})[)）]"),
     _re(r"(?:先前|之前|以前|原先)\s*(?:误判|誤判|误以为|誤以為)\s*(?P<old>[^\s,;:.!?()（），；：。！？、]{1,30})"),
-    _re(rf"\b(?:was|is|were|are)\s+(?:based on\s+)?(?:an?\s+)?(?:stale|outdated|obsolete|wrong|incorrect|invalid|false)\b"
-        r"|\bturned out to be\b|\bwas an? (?:UNMEASURED|unverified|wrong)\b"),
+    _re(r"\b(?:was|were)\s+(?:based on\s+)?(?:an?\s+)?(?:stale|outdated|obsolete|wrong|incorrect|invalid|false|"
+        r"unmeasured|unverified)\b|\bturned out to be\b|\b(?:misdiagnosed|misjudged|misread)\b|\bis retracted\b"
+        r"|\b(?:war|waren)\s+falsch\b|\bétait (?:faux|fausse|erroné)|\bera (?:incorrect[oa]|falso|falsa)\b"
+        r"|勘違いしていた|誤解していた"),
+    # zh/ko "misjudged": a record of a past misjudgement (what was actually true, or who corrected it),
+    # not a warning that something "may be misjudged" (可能/易/會/否則 …误判, 오판 회피).
+    _re(r"^(?!.*(?:可能|容易|易误判|易誤判|會誤|会误|否則|否则|避免|以免|회피|방지)).*(?:误判|誤判|오판|착각)"
+        r"(?=.*(?:实际|實際|其实|其實|指正|纠正|糾正|실제로|정정))"),
 ]
+_PROSE_QUOTE = re.compile(r"\"[^\"]*\"|“[^”]*”|«[^»]*»|\*\"[^\n]*$")
+_CONDITION = _re(r"\b(?:when|whenever|if|unless|wenn|falls|quand|si|cuando)\b|^\W*(?:correct|check|verify|read|always|never)\b")
 # "originally / the original X … now / updated to Y" in one statement.
 _ORIGINAL = _re(
     r"\b(?:originally|initially|formerly|previously|at first|the original|original|ursprünglich|anfangs|früher|zuvor|"
     r"originalmente|inicialmente|original|à l'origine|initialement|auparavant)\b|原来|原來|原本|最初|起初|当初|當初|元々|"
-    r"もともと|원래|처음에는|기존")
+    r"もともと|원래|처음에는|기존|旧版|舊版|旧方案|舊方案|原方案")
 _NOW = _re(
     r"\b(?:now|currently|updated to|changed to|today|jetzt|nun|inzwischen|mittlerweile|aktualisiert auf|ahora|"
     r"actualizad[oa] a|actualmente|maintenant|désormais|actuellement|mis à jour vers)\b|现在|現在|目前|现已|現已|今は|"
-    r"今では|현재|지금|이제")
+    r"今では|현재|지금|이제|已改版|已改为|已改為")
 _ORIGINAL_LEAD = _re(
     r"^\W*(?:(?:the\s+)?original(?:ly)?|initial(?:ly)?|(?:the\s+)?(?:old|previous|first)\s+(?:plan|approach|design|"
     r"idea|version|direction|model|code)|previously|ursprünglich|anfangs|originalmente|inicialmente|à l'origine|"
@@ -200,8 +212,8 @@ def _span_before(text: str, end: int) -> str:
     quoted = re.search(_QUOTED + r"\s*$", head)
     if quoted:
         return quoted.group(0).strip()
-    start = max((m.end() for m in re.finditer(_STOP, head)), default=0)
-    return _clip(head[start:])
+    start = max((m.end() for m in re.finditer(_STOP, _mask_code(head))), default=0)
+    return _clip(head[start:].strip("*_ "))
 
 
 def _span_after(text: str, start: int) -> str:
@@ -225,13 +237,15 @@ def _add(out: list[Revision], rule: RevisionRule, old: str, new: str) -> None:
         return
     if new and not _usable(new):
         new = ""
-    if (old or new) and not any(r.rule is rule and r.old == old and (old or r.new == new) for r in out):
+    if old and any(r.old and (old in r.old or r.old in old) for r in out):
+        return  # one value, read by two rules or two patterns: the first reading stands
+    if (old or new) and not any(r.rule is rule and r.old == old and r.new == new for r in out):
         out.append(Revision(rule, old, new))
 
 
 def revisions(text: str, identifiers: tuple[tuple[str, IdentifierStance], ...] = ()) -> tuple[Revision, ...]:
     """The revisions one statement records (its own wording only; see `paired` for two statements)."""
-    if _FUTURE.search(text):
+    if _FUTURE.search(_mask_code(text)):  # a `bpm?` in code asks nothing
         return ()
     out: list[Revision] = []
     for pattern in _FROM_TO:
@@ -242,14 +256,9 @@ def revisions(text: str, identifiers: tuple[tuple[str, IdentifierStance], ...] =
             for m in pattern.finditer(text):
                 _add(out, RevisionRule.FROM_TO, m.group("old"), "")
     for m in _ARROW_RE.finditer(text):
-        old, new = _span_before(text, m.start()), _span_after(text, m.end())
-        near = text[max(0, m.start() - len(old) - 24):m.end() + len(new) + 24]
-        if old and new and _CHANGE_WORD.search(near) and not (_NUMERIC_ONLY.match(old) and _NUMERIC_ONLY.match(new)):
-            for word in _CHANGE_WORD.finditer(old):  # "X entfernt → Y": the old value is X
-                if word.end() >= len(old) - 1:
-                    old = old[:word.start()]
-            _add(out, RevisionRule.ARROW, re.sub(r"^(?:renamed|umbenannt|renombrad[oa]|renommée?)\s+", "", old,
-                                                 flags=re.IGNORECASE), new)
+        found = _arrow(text, m)
+        if found is not None:
+            _add(out, RevisionRule.ARROW, *found)
     for m in _WAS_RE.finditer(text):
         old = m.group("old")
         if old.startswith("`"):
@@ -261,7 +270,7 @@ def revisions(text: str, identifiers: tuple[tuple[str, IdentifierStance], ...] =
     for pattern in _REPLACED:
         for m in pattern.finditer(text):
             _add(out, RevisionRule.REPLACED, m.group("old"), m.group("new"))
-    if _CHANGE_CUE.search(text):
+    if _CHANGE_CUE.search(text) and not _CONDITION.search(text):
         for pattern in _INSTEAD:
             for m in pattern.finditer(text):
                 _add(out, RevisionRule.INSTEAD, m.group("old"), m.group("new"))
@@ -271,14 +280,16 @@ def revisions(text: str, identifiers: tuple[tuple[str, IdentifierStance], ...] =
             if specific_value(old):
                 new = m.groupdict().get("new") or _span_before(text, _paren_start(text, m.start()))
                 _add(out, RevisionRule.NOT, old, new or "")
+    unquoted = _PROSE_QUOTE.sub(lambda q: " " * len(q.group(0)), text)
     for pattern in _NO_LONGER:
-        for m in pattern.finditer(text):
-            _add(out, RevisionRule.NO_LONGER, m.group("old"), "")
+        for m in pattern.finditer(unquoted):
+            if specific_value(m.group("old")):
+                _add(out, RevisionRule.NO_LONGER, m.group("old"), "")
     for ident, stance in identifiers:
         if stance is IdentifierStance.REMOVED and not any(ident in r.old for r in out):
             _add(out, RevisionRule.REMOVED, f"`{ident}`" if f"`{ident}`" in text else ident, "")
-    for pattern in _CORRECTION:
-        m = pattern.search(text)
+    for pattern in () if _CONDITION.search(text) else _CORRECTION:
+        m = pattern.search(unquoted)
         if m:
             old = m.groupdict().get("old") or ""
             new = _PAREN_ANY.sub(" ", text).strip() if old and m.group(0).startswith(("(", "（")) else ""
@@ -291,9 +302,32 @@ def revisions(text: str, identifiers: tuple[tuple[str, IdentifierStance], ...] =
     original, now = _ORIGINAL.search(text), _NOW.search(text)
     if original and now and now.start() > original.end():
         old = text[original.end():now.start()]
-        new = _span_after(text, now.end())
-        _add(out, RevisionRule.ORIGINAL_NOW, _clip(old.strip(" ;,—-")) if _usable(old) else "", new)
+        quoted = re.search(_QUOTED, old)
+        old = quoted.group(0) if quoted else _clip(old.strip(" ;,—-"))
+        new = _span_after(text, now.end()) or _span_before(text, now.start())
+        _add(out, RevisionRule.ORIGINAL_NOW, old if _usable(old) else "", new)
     return tuple(out)
+
+
+def _arrow(text: str, m: re.Match[str]) -> tuple[str, str] | None:
+    """(old, new) of "X → Y" when a change word touches the arrow: "renamed X → Y", "moved X → Y",
+    "X → Y (renamed)", "X → Y로 변경", "X → Yに変更", or a removal leading to a new count ("X entfernt →
+    5 Presets"). Any other arrow is a flow or a consequence, not a revision."""
+    old, new = _span_before(text, m.start()), _span_after(text, m.end())
+    if not old or not new or _ARROW_CONDITION.search(old):
+        return None  # "when X → do Y" is an instruction
+    lead = _ARROW_LEAD.match(old)
+    if lead:
+        return lead.group("value"), new
+    tail = _ARROW_TAIL.search(new)
+    if tail and tail.start() > 0:
+        return old, new[:tail.start()]
+    if re.match(r"\s*[(（]\s*(?:renamed|umbenannt|renombrad[oa]|renommée?|改名|更名|이름 변경)", text[m.end() + len(new):]):
+        return old, new
+    removed = _REMOVAL_END.search(old)
+    if removed and removed.start() > 0 and new[:1].isdigit():
+        return old[:removed.start()], new
+    return None
 
 
 _PAREN_ANY = re.compile(r"\s*[(（][^()（）]*[)）]")

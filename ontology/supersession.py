@@ -89,7 +89,8 @@ def _names(text: str) -> set[str]:
 
 def _words(value: str) -> set[str]:
     """Every word and code span of a value, casefolded: never a name shared *beside* it."""
-    return {m.group(1).casefold() if m.group(1) else m.group(2).casefold() for m in _NAME_RE.finditer(value)}
+    out = {m.group(1).casefold() if m.group(1) else m.group(2).casefold() for m in _NAME_RE.finditer(value)}
+    return out | {_core(value).casefold()}
 
 
 def _occurrences(text: str, core: str) -> list[tuple[int, int]]:

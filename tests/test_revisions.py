@@ -31,10 +31,10 @@ SELF_STATED = {
     ("project_hosting_now.md", "revision:correction", "was the bottleneck", "The report cache actually costs 2 ms"),
     ("project_pivot.md", "revision:original_now", "Original plan: build a custom scheduler on cron jobs",
      "Current direction (as of 2026-03-01): adopt Temporal workflows and drop the custom scheduler"),
-    ("project_schema_es.md", "revision:original_now", "tenía `created_on`", "`created_at`"),
-    ("project_schema_es.md", "revision:not", "20", "Se instaló Node 22"),
+    ("project_schema_es.md", "revision:original_now", "`created_on`", "`created_at`"),
+    ("project_schema_es.md", "revision:not", "20", "22"),
     ("project_search_de.md", "revision:from_to", "`grep`", "`ripgrep`"),
-    ("project_search_de.md", "revision:not", "`legacyMode`", ""),
+    ("project_search_de.md", "revision:no_longer", "`legacyMode`", ""),
     ("project_search_ja.md", "revision:from_to", "「全文検索」", "「ベクトル検索」"),
 }
 STALE = "API handlers run on AWS Lambda behind the Kong gateway"

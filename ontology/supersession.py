@@ -14,12 +14,14 @@ import re
 import sqlite3
 from dataclasses import dataclass
 
+from ontology.normalize import proposition
 from ontology.revisions import RevisionRule, revisions, specific_value
 
 SELF_PREFIX = "revision:"  # rows a statement records about itself
 CROSS_PREFIX = "old-value:"  # rows where another source's claim states a revision's old value
 MIN_SHARED_NAMES = 1
-MIN_SHARED_NAMES_NUMERIC = 2  # "52" alone says little: "Expo SDK 52" needs "Expo" and "SDK" shared
+MIN_SHARED_NAMES_NUMERIC = 2  # "52" alone says little: two shared names, or the same name right before
+# it in both statements ("SDK 52" / "SDK 53 (no 52)")
 NEAR_CHARS = 24  # a shared name counts only this close to the value it qualifies
 
 # Rules whose old value is a value (not a whole statement) and can be looked for elsewhere.
@@ -87,6 +89,21 @@ def _names(text: str) -> set[str]:
     return {name for _, _, name in _name_spans(text)}
 
 
+_QUALIFIER_RE = re.compile(r"(?:`([^`]+)`|([A-Za-z][\w.+#\-]*))\s*$")
+
+
+def _qualifier(text: str, start: int) -> str | None:
+    """The name right before a number ("SDK" in "Expo SDK 52"): a code span or a word with an inner
+    capital or a digit, so "version 52" or "the 52" qualify nothing."""
+    m = _QUALIFIER_RE.search(text[:start])
+    if m is None:
+        return None
+    word = m.group(1) or m.group(2)
+    if m.group(1) or any(ch.isupper() for ch in word[1:]) or any(ch.isdigit() for ch in word):
+        return word.casefold()
+    return None
+
+
 def _words(value: str) -> set[str]:
     """Every word and code span of a value, casefolded: never a name shared *beside* it."""
     out = {m.group(1).casefold() if m.group(1) else m.group(2).casefold() for m in _NAME_RE.finditer(value)}
@@ -120,6 +137,7 @@ class _Revision:
     text: str  # the revising statement as its source said it
     names: frozenset[str]  # specific names beside the old or the new value in the revising statement
     day: str
+    qualifier: str | None = None  # a number's name right before it ("SDK" in "SDK 53 (no 52)")
 
 
 def _revisions(conn: sqlite3.Connection, where: str, args: tuple) -> list[_Revision]:
@@ -134,7 +152,12 @@ def _revisions(conn: sqlite3.Connection, where: str, args: tuple) -> list[_Revis
             continue
         near = _near_names(text, _occurrences(text, core) + _occurrences(text, _core(new)))
         names = frozenset(near - _words(core))
-        out.append(_Revision(source_id, artifact_id, newer_id, parsed, core, _core(new), text, names, (ts or "")[:10]))
+        qualifier = None
+        if _NUMERIC_RE.match(core):
+            spots = _occurrences(text, _core(new)) + _occurrences(text, core)
+            qualifier = next((q for start, _ in spots if (q := _qualifier(text, start))), None)
+        out.append(_Revision(source_id, artifact_id, newer_id, parsed, core, _core(new), text, names, (ts or "")[:10],
+                             qualifier))
     return out
 
 
@@ -142,15 +165,31 @@ def _supersedes(rev: _Revision, text: str) -> bool:
     found = _occurrences(text, rev.core)
     if not found or (rev.new_core and len(rev.new_core) <= 40 and _occurrences(text, rev.new_core)):
         return False
-    need = MIN_SHARED_NAMES_NUMERIC if _NUMERIC_RE.match(rev.core) else MIN_SHARED_NAMES
-    if len(rev.names & (_near_names(text, found) - _words(rev.core))) < need:
+    numeric = _NUMERIC_RE.match(rev.core) is not None
+    shared = rev.names & (_near_names(text, found) - _words(rev.core))
+    qualified = numeric and rev.qualifier is not None and any(_qualifier(text, start) == rev.qualifier for start, _ in found)
+    if len(shared) < (MIN_SHARED_NAMES_NUMERIC if numeric else MIN_SHARED_NAMES) and not qualified:
         return False
     # A claim that itself revises or denies the old value agrees with the revision.
     return not any(rev.core in r.old or r.old in rev.core for r in revisions(text) if r.old)
 
 
-def _match(rev: _Revision, older_id: int, older_source: int, text: str, day: str) -> Match | None:
-    if older_id == rev.newer_id or (day or "")[:10] > rev.day or not _supersedes(rev, text):
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+")
+
+
+def _states(text: str, stance: int, core: str) -> bool:
+    """Does the statement state the old value plainly? A negated statement still does when the
+    negation sits in another sentence ("SDK 52 fixed. Do not update until …")."""
+    if stance > 0:
+        return True
+    sentence = next((part for part in _SENTENCE_END.split(text) if core in part), "")
+    prop = proposition(sentence) if sentence and sentence != text else None
+    return prop is not None and prop.polarity > 0
+
+
+def _match(rev: _Revision, older_id: int, older_source: int, text: str, day: str, stance: int) -> Match | None:
+    if older_id == rev.newer_id or (day or "")[:10] > rev.day or not _states(text, stance, rev.core) \
+            or not _supersedes(rev, text):
         return None
     return Match(rev.source_id, rev.artifact_id, rev.newer_id, older_id, older_source,
                  CROSS_PREFIX + rev.rule.name.lower(), text, rev.text)
@@ -162,19 +201,19 @@ def matches(conn: sqlite3.Connection, source_id: int) -> list[Match]:
     "Cloudflare Pages"), and other sources' revisions against its current claims."""
     out: list[Match] = []
     for rev in _revisions(conn, "u.source_id = ?", (source_id,)):
-        for older_id, older_source, text, ts in conn.execute(
-                "SELECT st.assertion_id, st.source_id, st.text, s.current_ts FROM stances st JOIN sources s "
-                "ON s.id = st.source_id WHERE st.stance = 1 AND instr(st.text, ?) > 0 "
+        for older_id, older_source, text, ts, stance in conn.execute(
+                "SELECT st.assertion_id, st.source_id, st.text, s.current_ts, st.stance FROM stances st JOIN sources s "
+                "ON s.id = st.source_id WHERE instr(st.text, ?) > 0 "
                 "ORDER BY st.assertion_id, st.source_id", (rev.core,)):
-            if (found := _match(rev, older_id, older_source, text, ts)) is not None:
+            if (found := _match(rev, older_id, older_source, text, ts, stance)) is not None:
                 out.append(found)
     others = _revisions(conn, "u.source_id != ?", (source_id,))
     if others:
-        own = conn.execute("SELECT st.assertion_id, st.text, s.current_ts FROM stances st JOIN sources s "
-                           "ON s.id = st.source_id WHERE st.source_id = ? AND st.stance = 1 ORDER BY st.assertion_id",
+        own = conn.execute("SELECT st.assertion_id, st.text, s.current_ts, st.stance FROM stances st JOIN sources s "
+                           "ON s.id = st.source_id WHERE st.source_id = ? ORDER BY st.assertion_id",
                            (source_id,)).fetchall()
         for rev in others:
-            for older_id, text, ts in own:
-                if rev.core in text and (found := _match(rev, older_id, source_id, text, ts)) is not None:
+            for older_id, text, ts, stance in own:
+                if rev.core in text and (found := _match(rev, older_id, source_id, text, ts, stance)) is not None:
                     out.append(found)
     return out

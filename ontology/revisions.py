@@ -145,6 +145,7 @@ _NOT = [
     re.compile(r"\b(?:is|are|was|were|ist|sind)\s+(?:NOT|NICHT|KEIN|KEINE)\s+(?:an?\s+|ein\s+|eine\s+)"
                r"(?P<old>[^\s,;:.!?()]+(?:\s[^\s,;:.!?()]+){0,3}?)(?=\s*(?:$|[,;:.!?()]|\s[-\u2013\u2014]\s))"),  # X is NOT Y
 ]
+_GATE_NOT = _re(_NEW_CUE + r"|아님|아니라|\d\s*[(（]|\bNOT\b|\bNICHT\b|\bKEINE?\b")
 _NO_LONGER = [
     _re(rf"(?P<old>{_QUOTED}|[^\s,;:.!?()]+)\s+(?:is|are|was|were)\s+no longer\s+(?:used|needed|supported|valid|true|"
         r"in use|required|maintained|relevant|running|active|available)\b"),
@@ -190,6 +191,8 @@ _ORIGINAL_LEAD = _re(
     r"^\W*(?:(?:the\s+)?original(?:ly)?|initial(?:ly)?|(?:the\s+)?(?:old|previous|first)\s+(?:plan|approach|design|"
     r"idea|version|direction|model|code)|previously|ursprünglich|anfangs|originalmente|inicialmente|à l'origine|"
     r"initialement|原来|原來|原本|最初|起初|当初|當初|元々|もともと|원래|처음에는)\b")
+_ORIGINAL_HEADS = ("origin", "initial", "previous", "old ", "first ", "ursprüng", "anfangs", "inicial", "原", "最初", "起初",
+                   "当初", "當初", "元々", "もともと", "원래", "처음")
 _ORIGINAL_INSIDE = _re(r"\b(?:the\s+original|originally)\b")
 _NOW_LEAD = _re(
     r"^\W*(?:now|currently|today|instead|(?:the\s+)?(?:current|new|real|actual|corrected)\s+\w+|jetzt|aktuell|"
@@ -243,15 +246,64 @@ def _add(out: list[Revision], rule: RevisionRule, old: str, new: str) -> None:
         out.append(Revision(rule, old, new))
 
 
+# Cheap gates: each group of patterns runs only on a statement holding one of its words (most
+# statements hold none, and the value patterns backtrack).
+_GATE_FROM_TO = _re(
+    r"\b(?:chang|switch|migrat|mov|pivot|upgrad|updat|downgrad|renam|convert|shift|went|cambi|migr|pas[aóé]|actualiz|"
+    r"bascul|mis à jour|umgestellt|gewechselt|migriert|geändert|aktualisiert|umgezogen|umbenannt)|改|换成|換成|切换|切換|"
+    r"迁移|遷移|变为|變為|变更|變更|升级|升級|から|에서")
+_GATE_REPLACED = _re(r"replac|supersed|succeeded|remplac|ersetzt|reemplaz|sustitu|取代|替代|替换|替換|代替|置き換え|置換|"
+                     r"差し替え|切り替え|대체|교체")
+_GATE_INSTEAD = _re(r"instead|au lieu|statt|en lugar|en vez|の代わり|대신")
+_GATE_NO_LONGER = _re(r"no longer|nicht mehr|ya no|\bnow\s+(?:unused|obsolete|deprecated|dead)|不再|\bmehr\b")
+_GATE_CORRECTION = _re(
+    r"thought|assum|believ|previously|originally|initially|wrongly|mistaken|erroneous|stale|outdated|obsolete|wrong|"
+    r"incorrect|invalid|false|unmeasured|unverified|turned out|misdiagnos|misjudg|misread|retracted|falsch|faux|fausse|"
+    r"erroné|falso|falsa|勘違い|誤解|误判|誤判|오판|착각|误以为|誤以為")
+
+
+# Before any pattern runs: does the statement hold a word any rule needs? Word prefixes (casefolded)
+# for Latin scripts, a regex for the others; most statements hold none and cost a few microseconds.
+_STEMS = tuple(sorted(set(
+    "chang switch migrat moved moving pivot upgrad updat downgrad renam convert shift went cambi migr pasad pasó actualiz "
+    "bascul umgestellt gewechselt migriert geändert aktualisiert umgezogen umbenannt replac supersed succeeded remplac "
+    "ersetzt reemplaz sustitu instead statt lieu lugar vez new current now today corrected neu jetzt aktuell nuev ahora "
+    "actual nouveau nouvelle maintenant not nicht kein longer mehr ya unused obsolete deprecated dead thought assum "
+    "believ previously originally initially wrongly mistaken erroneous stale outdated wrong incorrect invalid false "
+    "unmeasured unverified turned misdiagnos misjudg misread retracted falsch faux fausse erroné falso falsa original "
+    "initial formerly ursprünglich anfangs früher zuvor originalmente inicialmente origine initialement auparavant was "
+    "were used antes anteriormente anciennement autrefois vorher ehemals bisher desde from de von".split())))
+_OTHER_TRIGGER = re.compile(
+    "→|->|=>|⇒|⟶|\\d\\s*[(（]|改|换成|換成|切换|切換|迁移|遷移|变为|變為|变更|變更|升级|升級|から|에서|取代|替代|替换|替換|代替|"
+    "置き換え|置換|差し替え|切り替え|대체|교체|の代わり|대신|신형|새|현재|지금|이제|新|現在|现在|目前|今は|最新|아님|아니라|不再|"
+    "勘違い|誤解|误判|誤判|오판|착각|误以为|誤以為|原|最初|起初|当初|當初|元々|もともと|원래|처음에는|기존|旧|舊|不是|ではなく|以前|예전")
+_WORD_RE = re.compile(r"\w+")
+_STEMS_BY_HEAD: dict[str, tuple[str, ...]] = {}
+for _stem in _STEMS:
+    _STEMS_BY_HEAD[_stem[:2]] = _STEMS_BY_HEAD.get(_stem[:2], ()) + (_stem,)
+
+
+def _triggered(text: str) -> bool:
+    if _OTHER_TRIGGER.search(text) if not text.isascii() else ("->" in text or "=>" in text or (
+            "(" in text and _OTHER_TRIGGER.search(text) is not None)):
+        return True
+    for word in _WORD_RE.findall(text.casefold()):
+        stems = _STEMS_BY_HEAD.get(word[:2])
+        if stems is not None and word.startswith(stems):
+            return True
+    return False
+
+
 def revisions(text: str, identifiers: tuple[tuple[str, IdentifierStance], ...] = ()) -> tuple[Revision, ...]:
     """The revisions one statement records (its own wording only; see `paired` for two statements)."""
-    if _FUTURE.search(_mask_code(text)):  # a `bpm?` in code asks nothing
+    removed = any(stance is IdentifierStance.REMOVED for _, stance in identifiers)
+    if not removed and not _triggered(text) or _FUTURE.search(_mask_code(text)):  # a `bpm?` in code asks nothing
         return ()
     out: list[Revision] = []
-    for pattern in _FROM_TO:
+    for pattern in _FROM_TO if _GATE_FROM_TO.search(text) else ():
         for m in pattern.finditer(text):
             _add(out, RevisionRule.FROM_TO, m.group("old"), m.group("new"))
-    if not out:  # "changed from X" alone, when no "from X to Y" was read
+    if not out and _GATE_FROM_TO.search(text):  # "changed from X" alone, when no "from X to Y" was read
         for pattern in _CHANGED_FROM_ONLY:
             for m in pattern.finditer(text):
                 _add(out, RevisionRule.FROM_TO, m.group("old"), "")
@@ -267,28 +319,28 @@ def revisions(text: str, identifiers: tuple[tuple[str, IdentifierStance], ...] =
         else:
             new = _span_before(text, m.start())
         _add(out, RevisionRule.WAS, old, new)
-    for pattern in _REPLACED:
+    for pattern in _REPLACED if _GATE_REPLACED.search(text) else ():
         for m in pattern.finditer(text):
             _add(out, RevisionRule.REPLACED, m.group("old"), m.group("new"))
-    if _CHANGE_CUE.search(text) and not _CONDITION.search(text):
+    if _GATE_INSTEAD.search(text) and _CHANGE_CUE.search(text) and not _CONDITION.search(text):
         for pattern in _INSTEAD:
             for m in pattern.finditer(text):
                 _add(out, RevisionRule.INSTEAD, m.group("old"), m.group("new"))
-    for pattern in _NOT:  # the negation is the wording itself, whatever the statement's polarity
+    for pattern in _NOT if _GATE_NOT.search(text) else ():  # the negation is the wording itself
         for m in pattern.finditer(text):
             old = m.group("old")
             if specific_value(old):
                 new = m.groupdict().get("new") or _span_before(text, _paren_start(text, m.start()))
                 _add(out, RevisionRule.NOT, old, new or "")
     unquoted = _PROSE_QUOTE.sub(lambda q: " " * len(q.group(0)), text)
-    for pattern in _NO_LONGER:
+    for pattern in _NO_LONGER if _GATE_NO_LONGER.search(unquoted) else ():
         for m in pattern.finditer(unquoted):
             if specific_value(m.group("old")):
                 _add(out, RevisionRule.NO_LONGER, m.group("old"), "")
     for ident, stance in identifiers:
         if stance is IdentifierStance.REMOVED and not any(ident in r.old for r in out):
             _add(out, RevisionRule.REMOVED, f"`{ident}`" if f"`{ident}`" in text else ident, "")
-    for pattern in () if _CONDITION.search(text) else _CORRECTION:
+    for pattern in () if _CONDITION.search(text) or not _GATE_CORRECTION.search(unquoted) else _CORRECTION:
         m = pattern.search(unquoted)
         if m:
             old = m.groupdict().get("old") or ""
@@ -361,6 +413,9 @@ def paired(texts: list[str]) -> list[tuple[int, int, Revision]]:
     states what holds now ("Current direction: …", "Now …", "The real model (now implemented) …")."""
     out: list[tuple[int, int, Revision]] = []
     for i, text in enumerate(texts):
+        folded = text.casefold()
+        if not any(head in folded for head in _ORIGINAL_HEADS):
+            continue  # cheap: most statements name no original anything
         if not (_ORIGINAL_LEAD.search(text) or _ORIGINAL_INSIDE.search(text)) or _FUTURE.search(text):
             continue
         if _NOW.search(text):

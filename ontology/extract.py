@@ -19,6 +19,8 @@ from ontology.claims import (BULLET_RE, MD_LINK_RE, NOT_CLAIMS, WIKILINK_RE, Lin
 from ontology.normalize import Proposition, clean_markup, fact_proposition, proposition
 from ontology.removals import IdentifierStance, identifier_stances
 from ontology.revisions import Revision, paired, revisions
+from ontology.timeline import Fact, Marker, Status, facts as timed_facts, file_date, file_status, marker_of, row_fact, \
+    statement_date
 
 # Statements longer than this are prose dumps, not claims; shorter than this are fragments.
 MAX_STATEMENT_CHARS = 400
@@ -68,6 +70,8 @@ class Statement:
     mentions: tuple[str, ...] = ()  # concept keys named in the statement, in order; first known wins
     identifiers: tuple[tuple[str, IdentifierStance], ...] = ()  # declared removed / named in use (ADR 0009)
     revisions: tuple[Revision, ...] = ()  # changes the statement records (ontology.revisions, ADR 0009)
+    facts: tuple[Fact, ...] = ()  # time-varying values it states, with their dates (ontology.timeline)
+    links: tuple[str, ...] = ()  # concept keys it links by [[x]] or (x.md), said as current (not history)
 
 
 @dataclass(frozen=True)
@@ -78,11 +82,34 @@ class Relation:
 
 
 @dataclass(frozen=True)
+class Summary:
+    """What a memory file's description says about the file as a whole (ADR 0009, supersession)."""
+
+    statement: int | None  # index of the description's statement, None when it made none
+    status: Status | None  # pending / done, when the description states one
+    marker: tuple[Marker, str | None] | None  # HISTORICAL, or SUPERSEDED (by a successor)
+    date: str | None  # the file's date (ontology.timeline.file_date)
+
+
+@dataclass(frozen=True)
+class Hook:
+    """An index line about the file it links: its status, marker and time-varying values."""
+
+    target: str  # concept key of the linked file
+    text: str  # the line's title and hook, as written
+    status: Status | None
+    marker: tuple[Marker, str | None] | None
+    facts: tuple[Fact, ...]
+
+
+@dataclass(frozen=True)
 class Extraction:
     concepts: tuple[ConceptDecl, ...]
     statements: tuple[Statement, ...]
     relations: tuple[Relation, ...]
     truncated: bool = False
+    summary: Summary | None = None  # a memory file's description, read for supersession
+    hooks: tuple[Hook, ...] = ()  # the index's lines, read for supersession
 
 
 def concept_key(text: str) -> str:
@@ -141,19 +168,33 @@ def _statement_from_line(line: str) -> tuple[str, Proposition] | None:
     return (text, prop) if prop else None
 
 
-def _body_units(body: str) -> list[tuple[str | None, str]]:
-    """(section, unit) pairs: bullets and sentences, with the heading or label they sit under. Lines
-    that are not claims (ontology.claims: headings, labels, link lists, code, formulas, tables) are
-    left out; headings and labels still name the section of what follows."""
-    units: list[tuple[str | None, str]] = []
+@dataclass(frozen=True)
+class _Unit:
+    section: str | None  # the heading or label it sits under
+    text: str
+    date: str | None = None  # its section's date ("## Estado al 2026-04-04"), else the file's
+    row: Fact | None = None  # a table row keyed by an item with one status (`| 1.6 | ✅ Done |`)
+
+
+def _row_cells(line: str) -> list[str]:
+    return [c.strip() for c in line.strip().strip("|").split("|")]
+
+
+def _body_units(body: str, file_day: str | None = None) -> list[_Unit]:
+    """Bullets and sentences, with the heading or label they sit under and its date. Lines that are
+    not claims (ontology.claims: headings, labels, link lists, code, formulas, tables) are left out;
+    headings and labels still name the section of what follows. A table row keyed by an item with
+    one status is the exception: it states that item's status (ontology.timeline.row_fact)."""
+    units: list[_Unit] = []
     section: str | None = None
+    section_date: str | None = None
     paragraph: list[str] = []
     classifier = LineClassifier()
 
     def flush() -> None:
         if paragraph:
             for sentence in _SENTENCE_SPLIT_RE.split(" ".join(paragraph)):
-                units.append((section, sentence))
+                units.append(_Unit(section, sentence, section_date or file_day))
             paragraph.clear()
 
     for raw in body.split("\n"):
@@ -164,23 +205,31 @@ def _body_units(body: str) -> list[tuple[str | None, str]]:
             flush()
             heading = _HEADING_RE.match(line)
             section = clean_markup(heading.group(1)) if heading and heading.group(1) else section
+            section_date = statement_date(section) if section else None
             continue
         if kind is LineKind.LABEL:
             flush()
             section = clean_markup(label_of(line) or "") or section
+            continue
+        if kind is LineKind.TABLE and "|" in line.strip()[1:]:
+            flush()
+            cells = _row_cells(line)
+            if (fact := row_fact(cells, section_date or file_day)) is not None:
+                units.append(_Unit(section, " | ".join(c for c in cells if c), fact.date, fact))
             continue
         if kind in NOT_CLAIMS:
             flush()
             continue
         if BULLET_RE.match(line):
             flush()
-            units.append((section, line))
-        elif raw[:1] in (" ", "\t") and units and not paragraph:
-            units[-1] = (units[-1][0], units[-1][1] + " " + line.strip())  # bullet continuation
+            units.append(_Unit(section, line, section_date or file_day))
+        elif raw[:1] in (" ", "\t") and units and not paragraph and units[-1].row is None:
+            last = units[-1]
+            units[-1] = _Unit(last.section, last.text + " " + line.strip(), last.date)  # bullet continuation
         else:
             paragraph.append(line.strip())
     flush()
-    return [(sec, sentence) for sec, unit in units for sentence in _split_bullet(unit)]
+    return [_Unit(u.section, sentence, u.date, u.row) for u in units for sentence in _split_bullet(u.text)]
 
 
 def _split_bullet(unit: str) -> list[str]:
@@ -192,10 +241,28 @@ def _split_bullet(unit: str) -> list[str]:
             if clause.strip()]
 
 
-def _statements(units: list[tuple[str | None, str]], fixed_concept: str | None, default: str) -> tuple[list[Statement], bool]:
+# A link said as history, not as current: "replaced [[x]]", "[[x]] now historical", "(was [[x]])".
+_HISTORY_LINK_RE = re.compile(
+    r"\b(?:replac\w*|remov\w*|delet\w*|drop\w*|supersed\w*|obsolete|deprecat\w*|historical|history|legacy|"
+    r"was|were|previously|formerly|former|old|older|earlier|no longer|gone|retired|instead|wrong|"
+    r"früher|ersetzt|entfernt|antes|reemplaz\w*|anciennement|remplac\w*)\b"
+    r"|→|->|旧|以前|之前|原来|替代|取代|替换|改为|改用|删除|廃止|削除|置き換|이전|기존|대체|삭제|폐기", re.IGNORECASE)
+
+
+def _current_links(unit: str, polarity: int) -> tuple[str, ...]:
+    """Concept keys the unit links by [[x]] or (x.md) as current: none when it negates or speaks of
+    history (replaced, removed, was, legacy, …)."""
+    if polarity < 0 or _HISTORY_LINK_RE.search(clean_markup(unit)):
+        return ()
+    keys = [concept_key(m.group(1)) for m in WIKILINK_RE.finditer(unit)]
+    keys += [k for _, t in MD_LINK_RE.findall(unit) if (k := _link_target_key(t))]
+    return tuple(dict.fromkeys(keys))
+
+
+def _statements(units: list[_Unit], fixed_concept: str | None, default: str) -> tuple[list[Statement], bool]:
     out: list[Statement] = []
-    for section, unit in units:
-        parsed = _statement_from_line(unit)
+    for unit in units:
+        parsed = _statement_from_line(unit.text)
         if parsed is None:
             continue
         if len(out) >= MAX_STATEMENTS:
@@ -203,11 +270,14 @@ def _statements(units: list[tuple[str | None, str]], fixed_concept: str | None, 
         text, prop = parsed
         identifiers = identifier_stances(text, prop.polarity)
         revised = revisions(text, identifiers)
+        found = (unit.row,) if unit.row is not None else timed_facts(text, unit.date)
+        links = _current_links(unit.text, prop.polarity) if "[" in unit.text else ()
         if fixed_concept is not None:
-            out.append(Statement(text, prop, fixed_concept, identifiers=identifiers, revisions=revised))
+            out.append(Statement(text, prop, fixed_concept, identifiers=identifiers, revisions=revised, facts=found,
+                                 links=links))
         else:
-            concept = concept_key(section) if section else default
-            out.append(Statement(text, prop, concept, _mentions(unit), identifiers, revised))
+            concept = concept_key(unit.section) if unit.section else default
+            out.append(Statement(text, prop, concept, _mentions(unit.text), identifiers, revised, found, links))
     return _paired(out), False
 
 
@@ -230,27 +300,38 @@ def _memory(artifact: Artifact) -> Extraction:
     key = memory_file_key(artifact.filename)
     decl = ConceptDecl(key, artifact.name or PurePosixPath(artifact.filename).stem, artifact.memory_type or "memory",
                        title=artifact.name, description=artifact.description)
-    units: list[tuple[str | None, str]] = []
+    day = file_date(artifact.filename, artifact.frontmatter)
+    units: list[_Unit] = []
     if artifact.description:
-        units.append((None, artifact.description))
-    units += _body_units(artifact.body)
+        units.append(_Unit(None, artifact.description, day))
+    units += _body_units(artifact.body, day)
     statements, truncated = _statements(units, key, key)
-    return Extraction((decl,), tuple(statements), tuple(_relations(key, artifact.body)), truncated)
+    summary = None
+    if artifact.description:
+        described = _statement_from_line(artifact.description)
+        first = 0 if described is not None and statements and statements[0].text == described[0] else None
+        summary = Summary(first, file_status(artifact.description), marker_of(artifact.description), day)
+    return Extraction((decl,), tuple(statements), tuple(_relations(key, artifact.body)), truncated, summary)
 
 
 def _memory_index(artifact: Artifact) -> Extraction:
     """An index line annotates the file it links (the projection shows the index verbatim); it never
     declares a concept, so a file whose `name:` differs from its file name has no empty twin."""
     relations: list[Relation] = []
+    hooks: list[Hook] = []
     for line in artifact.body.split("\n"):
         match = _INDEX_LINE_RE.match(line)
         if match and (key := _link_target_key(match.group(2))):
             relations += _relations(key, match.group(3) or "")
-    return Extraction((), (), tuple(relations))
+            hook = clean_markup(match.group(3) or "")
+            text = f"{clean_markup(match.group(1))} — {hook}" if hook else clean_markup(match.group(1))
+            hooks.append(Hook(key, text, file_status(text), marker_of(hook) or marker_of(match.group(1)),
+                              timed_facts(text)))
+    return Extraction((), (), tuple(relations), hooks=tuple(hooks))
 
 
 def _sectioned(artifact: Artifact, default: str, default_type: str) -> Extraction:
-    units = _body_units(artifact.body)
+    units = _body_units(artifact.body, file_date(artifact.filename, artifact.frontmatter))
     statements, truncated = _statements(units, None, default)
     sections = dict.fromkeys(s.concept for s in statements)
     concepts = tuple(ConceptDecl(key, key, default_type if key == default else "section", authoritative=False)

@@ -12,13 +12,14 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TypeVar
 
-SCHEMA_VERSION = 12  # 2: lsh is WITHOUT ROWID; 3: 15x4 LSH bands; 4: subsets (exact short near-dups);
+SCHEMA_VERSION = 13  # 2: lsh is WITHOUT ROWID; 3: 15x4 LSH bands; 4: subsets (exact short near-dups);
 # 5: evidence aggregates kept by delta (ontology/aggregate.py); 6: trigram indexes for CJK search
 # 7: memory_files (newest text of each memory file and of the index, for the projection)
 # 8: source identities fold NFC/NFD and case of file names; 9: NFC only, case kept (layout.name_key)
 # 10: sources.deleted_at (tombstones); one source may see the same bytes again after one (ADR 0012)
 # 11: identifier_stances (identifiers each source declares removed or names in use, ADR 0009)
 # 12: updates (revisions and supersessions: which claim replaced which, by what rule, ADR 0009)
+# 13: updates.subject and timed_facts (time-varying values per source: supersession across sources)
 # A writer holding the lock is normal (one artifact at a time); wait for it rather than fail.
 BUSY_TIMEOUT_MS = 30_000
 WAL_AUTOCHECKPOINT_PAGES = 16_384
@@ -107,11 +108,24 @@ CREATE INDEX IF NOT EXISTS identifier_stances_source ON identifier_stances(sourc
 CREATE TABLE IF NOT EXISTS updates(
   id INTEGER PRIMARY KEY, source_id INTEGER NOT NULL, artifact_id INTEGER NOT NULL,
   newer_id INTEGER NOT NULL, older_id INTEGER, older_source_id INTEGER,
-  rule TEXT NOT NULL, old_text TEXT NOT NULL, new_text TEXT NOT NULL);
+  rule TEXT NOT NULL, old_text TEXT NOT NULL, new_text TEXT NOT NULL,
+  subject TEXT);  -- the subject a supersession across sources was derived for (timed_facts), else NULL
 CREATE INDEX IF NOT EXISTS updates_source ON updates(source_id);
 CREATE INDEX IF NOT EXISTS updates_older_source ON updates(older_source_id) WHERE older_source_id IS NOT NULL;
 CREATE INDEX IF NOT EXISTS updates_newer ON updates(newer_id);
 CREATE INDEX IF NOT EXISTS updates_older ON updates(older_id) WHERE older_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS updates_subject ON updates(subject) WHERE subject IS NOT NULL;
+-- Time-varying things each source said (ADR 0009, "Supersession across sources"): a version, count,
+-- status or metric of a specific subject, a file's summary and marker, an index line's status and
+-- values, a link to a file said as current. Re-read per subject in both directions at each ingest,
+-- so which side arrived first does not matter; updates rows with the same subject are derived from it.
+CREATE TABLE IF NOT EXISTS timed_facts(
+  subject TEXT NOT NULL, kind TEXT NOT NULL, value TEXT NOT NULL, date TEXT, upgrade INTEGER NOT NULL,
+  source_id INTEGER NOT NULL, assertion_id INTEGER, owner TEXT, text TEXT NOT NULL, hook INTEGER NOT NULL,
+  extra TEXT NOT NULL DEFAULT '');
+CREATE INDEX IF NOT EXISTS timed_facts_subject ON timed_facts(subject);
+CREATE INDEX IF NOT EXISTS timed_facts_source ON timed_facts(source_id);
+CREATE INDEX IF NOT EXISTS timed_facts_kind ON timed_facts(kind) WHERE kind IN ('summary', 'marker');
 CREATE TABLE IF NOT EXISTS relations(
   src TEXT NOT NULL, dst TEXT NOT NULL, kind TEXT NOT NULL, source_id INTEGER NOT NULL,
   PRIMARY KEY(src, dst, kind, source_id)) WITHOUT ROWID;

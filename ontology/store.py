@@ -17,12 +17,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Iterator, Mapping
 
-from ontology import aggregate, queries, search, supersession
+from ontology import aggregate, queries, search, supersession, timeline
 from ontology.aggregate import Held, Term
 from ontology.artifact import Artifact, Kind
 from ontology.clock import utc_text
 from ontology.evidence import RELIABILITY, SourceKind, weight_units
 from ontology.extract import ConceptDecl, Extraction, Statement
+from ontology.timeline import FILE_SUBJECT, Said
 from ontology.neardup import NearDuplicateIndex
 
 # Which concept owns an assertion that several concepts state: a memory file over a document over a
@@ -164,27 +165,30 @@ class GraphWriter:
         self.conn.execute("DELETE FROM relations WHERE source_id=?", (source_id,))
         self.conn.execute("DELETE FROM memory_files WHERE source_id=?", (source_id,))
         self.clear_updates(source_id)  # its revisions go, and no claim of it is superseded any more
+        self._timed_facts(source_id, artifact_id, None, [], None, additive=False)  # what it said goes
         return touched
 
     # -- updates and supersession (ADR 0009; the table `updates`) -------------------------------
 
     def record_update(self, source_id: int, artifact_id: int, rule: str, newer_id: int, old_text: str,
-                      new_text: str, *, older_id: int | None = None, older_source_id: int | None = None) -> bool:
+                      new_text: str, *, older_id: int | None = None, older_source_id: int | None = None,
+                      subject: str | None = None) -> bool:
         """Record that assertion `newer_id` (stated by `source_id` in `artifact_id`) updates something:
         `older_id`, a claim of `older_source_id` it supersedes, or (None) an old value its own wording
         names (`old_text`). `rule` names the rule that found it ("revision:from_to", …); old_text and
         new_text are what a reader sees on each side. Rows are owned by both sources: `clear_updates`
         of either removes them, and the writer calls it before re-deriving a source's updates on each
-        current version and on a tombstone. Returns False for a row already recorded. Updates are
-        history, not stances: the evidence aggregates and labels never read them."""
+        current version and on a tombstone. `subject` marks a supersession across sources derived from
+        the timed_facts index (`_supersede` replaces those per subject). Returns False for a row already
+        recorded. Updates are history, not stances: the evidence aggregates and labels never read them."""
         conn = self.conn
         if conn.execute("SELECT 1 FROM updates WHERE source_id=? AND newer_id=? AND older_id IS ? AND rule=? "
                         "AND old_text=? AND new_text=?",
                         (source_id, newer_id, older_id, rule, old_text, new_text)).fetchone():
             return False
         conn.execute("INSERT INTO updates(source_id, artifact_id, newer_id, older_id, older_source_id, rule, "
-                     "old_text, new_text) VALUES(?,?,?,?,?,?,?,?)",
-                     (source_id, artifact_id, newer_id, older_id, older_source_id, rule, old_text, new_text))
+                     "old_text, new_text, subject) VALUES(?,?,?,?,?,?,?,?,?)",
+                     (source_id, artifact_id, newer_id, older_id, older_source_id, rule, old_text, new_text, subject))
         return True
 
     def clear_updates(self, source_id: int, *, keep_own: bool = False) -> None:
@@ -281,6 +285,9 @@ class GraphWriter:
                 self._keep_memory_file(artifact, extraction, source_id, artifact_id, ts)
             self._derive_updates(source_id, artifact_id, extraction, statement_ids,
                                  additive=artifact.kind is Kind.LEDGER)
+            owner = extraction.concepts[0].key if artifact.kind is Kind.MEMORY and extraction.concepts else None
+            self._timed_facts(source_id, artifact_id, extraction, statement_ids, owner,
+                              additive=artifact.kind is Kind.LEDGER)  # after _derive_updates: it clears our rows too
         if retired is not None:
             touched |= self._withdraw(retired, artifact_id, ts)
         self._reweigh(touched | set(observed), ts)
@@ -339,6 +346,53 @@ class GraphWriter:
                 elif held.get(other) != wanted[other][1]:
                     others.setdefault(other, {})[assertion_id] = (wanted[other][1], wanted[other][2])
         return own, others
+
+    # -- supersession across sources (ADR 0009; ontology.timeline) -------------------------------------
+
+    def _timed_facts(self, source_id: int, artifact_id: int, extraction: Extraction | None, statement_ids: list[int],
+                     owner: str | None, *, additive: bool) -> None:
+        """Record what the source says that varies in time (versions, counts, statuses, metrics, its
+        summary and marker, its index lines, links said as current), then re-derive the supersessions
+        of every subject it said something about before or says now, in both directions: the result
+        depends on the index only, not on which source arrived first. None withdraws it all."""
+        conn = self.conn
+        subjects = {r[0] for r in conn.execute("SELECT DISTINCT subject FROM timed_facts WHERE source_id=?",
+                                               (source_id,))}
+        if not additive:
+            conn.execute("DELETE FROM timed_facts WHERE source_id=?", (source_id,))
+        rows = _timed_rows(source_id, extraction, statement_ids, owner) if extraction is not None else []
+        conn.executemany("INSERT INTO timed_facts(subject, kind, value, date, upgrade, source_id, assertion_id, owner, "
+                         "text, hook, extra) VALUES(?,?,?,?,?,?,?,?,?,?,?)", rows)
+        subjects.update(r[0] for r in rows)
+        if any(r[1] == "summary" for r in rows) or any(s.startswith(FILE_SUBJECT) for s in subjects):
+            # A summary may be (or have been) the successor another file's marker names.
+            subjects.update(r[0] for r in conn.execute(
+                "SELECT DISTINCT subject FROM timed_facts WHERE kind='marker' AND extra != ''"))
+        for subject in sorted(subjects):
+            self._supersede(subject, artifact_id)
+
+    def _supersede(self, subject: str, artifact_id: int) -> None:
+        """Replace the updates derived for one subject with what its index rows say now."""
+        conn = self.conn
+        conn.execute("DELETE FROM updates WHERE subject=?", (subject,))
+        said = [Said(r[0], r[1], r[2], bool(r[3]), r[4], r[5], r[6], r[7], bool(r[8]), r[9]) for r in conn.execute(
+            "SELECT kind, value, date, upgrade, source_id, assertion_id, owner, text, hook, extra FROM timed_facts "
+            "WHERE subject=? ORDER BY rowid", (subject,))]
+        if not said:
+            return
+        if subject.startswith(FILE_SUBJECT):
+            summaries = [Said(r[0], r[1], r[2], bool(r[3]), r[4], r[5], r[6], r[7], bool(r[8]), r[9]) for r in conn.execute(
+                "SELECT kind, value, date, upgrade, source_id, assertion_id, owner, text, hook, extra FROM timed_facts "
+                "WHERE kind='summary' AND assertion_id IS NOT NULL ORDER BY rowid")] \
+                if any(s.kind == "marker" and s.extra for s in said) else []
+            pairs = timeline.file_updates(said, summaries)
+        else:
+            pairs = timeline.value_updates(said)
+        for newer, older, rule in pairs:
+            assert newer.assertion is not None
+            self.record_update(newer.source, self._last_artifact(newer.source), rule.value, newer.assertion,
+                               older.text, newer.text, older_id=older.assertion, older_source_id=older.source,
+                               subject=subject)
 
     def _last_artifact(self, source_id: int) -> int:
         return self.conn.execute("SELECT current_artifact FROM sources WHERE id=?", (source_id,)).fetchone()[0]
@@ -512,3 +566,39 @@ class GraphWriter:
                             verdict.n_for, verdict.n_against, ts, assertion_id))
         conn.executemany("UPDATE assertions SET status=?, belief=?, plausibility=?, conflict=?, n_for=?, "
                          "n_against=?, updated_at=max(updated_at, ?) WHERE id=?", updates)
+
+
+def _timed_rows(source_id: int, extraction: Extraction, statement_ids: list[int],
+                owner: str | None) -> list[tuple[object, ...]]:
+    """The `timed_facts` rows of one extraction (ontology.timeline): each statement's time-varying
+    values and links said as current, a memory file's summary and marker, the index's lines."""
+    rows: list[tuple[object, ...]] = []
+    for statement, assertion_id in zip(extraction.statements, statement_ids):
+        for fact in statement.facts:
+            rows.append((fact.subject, fact.kind.value, fact.value, fact.date, int(fact.upgrade), source_id,
+                         assertion_id, owner, statement.text, 0, ""))
+        for key in statement.links:
+            if key != owner:
+                rows.append((FILE_SUBJECT + key, "link", "", None, 0, source_id, assertion_id, owner, statement.text, 0, ""))
+    summary = extraction.summary
+    if summary is not None and owner is not None and summary.statement is not None:
+        assertion_id = statement_ids[summary.statement]
+        text = extraction.statements[summary.statement].text
+        decl = extraction.concepts[0]
+        status = summary.status.name.lower() if summary.status is not None else ""
+        rows.append((FILE_SUBJECT + owner, "summary", status, summary.date, 0, source_id, assertion_id, owner, text, 0,
+                     f"{decl.description or ''}\n{decl.title or ''}"))
+        if summary.marker is not None:
+            rows.append((FILE_SUBJECT + owner, "marker", summary.marker[0].value, summary.date, 0, source_id,
+                         assertion_id, owner, text, 0, summary.marker[1] or ""))
+    for hook in extraction.hooks:
+        if hook.status is not None:
+            rows.append((FILE_SUBJECT + hook.target, "status", hook.status.name.lower(), timeline.statement_date(hook.text),
+                         0, source_id, None, hook.target, hook.text, 1, ""))
+        if hook.marker is not None:
+            rows.append((FILE_SUBJECT + hook.target, "marker", hook.marker[0].value, None, 0, source_id, None,
+                         hook.target, hook.text, 1, hook.marker[1] or ""))
+        for fact in hook.facts:
+            rows.append((fact.subject, fact.kind.value, fact.value, fact.date, int(fact.upgrade), source_id, None,
+                         hook.target, hook.text, 1, ""))
+    return rows

@@ -1,0 +1,451 @@
+"""Time-varying facts and which of two sources is newer: the pure half of cross-source supersession.
+
+Invariant: precision first (ADR 0009, "Supersession across sources"). A fact is a version of a named
+product, a count of a named thing, a status of a specific item or a metric with a named subject; its
+date is the statement's own, else its section's, else its file's. One value supersedes another only
+when it is strictly later by date, or by a progression the kind itself has (pending -> done, a lower
+version -> a higher one); anything else says nothing. Pure, no I/O.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import Mapping
+
+from ontology.tokens import fold
+
+
+class FactKind(enum.Enum):
+    VERSION = "version"  # "Expo SDK 52", "Pest v3", "React Native 0.83.4"
+    COUNT = "count"  # "OpenClaw 10 agents"
+    STATUS = "status"  # "S1.6 pendiente", "| 1.6 | ✅ Completa |"
+    METRIC = "metric"  # "public best stays at 0.8593", "Public best: 0.8534"
+
+
+class Status(enum.IntEnum):
+    """A status progresses one way: work pending now is done later, rarely the other way round."""
+
+    PENDING = 0
+    DONE = 1
+
+
+@dataclass(frozen=True)
+class Fact:
+    subject: str  # matching key of the specific subject
+    kind: FactKind
+    value: str  # normalized value ("52", "9", "done", "0.8534")
+    date: str | None  # YYYY-MM-DD the statement (or its section, or its file) carries
+    upgrade: bool = False  # the statement says the subject was moved to this value ("updated to SDK 55")
+
+
+class Marker(enum.Enum):
+    """A file-level marker: the file is kept for history, or replaced by another."""
+
+    HISTORICAL = "historical"  # its claims describe a past state; links to it as current are stale
+    SUPERSEDED = "superseded"  # replaced by a successor (named after "by", when it is)
+
+
+# -- dates -------------------------------------------------------------------------------------------
+
+_ISO_DATE_RE = re.compile(r"(?<![\d.])(20\d{2})[-/.](\d{1,2})[-/.](\d{1,2})(?![\d])")
+_CJK_DATE_RE = re.compile(r"(20\d{2})年(\d{1,2})月(\d{1,2})日")
+_COMPACT_DATE_RE = re.compile(r"(?<!\d)(20\d{2})(\d{2})(\d{2})(?!\d)")
+# A date that is a deadline or a plan ("until 2026-06-01", "~2026-06-20", "bis 1.6.") says nothing
+# about when the statement was true.
+_NOT_AS_OF_RE = re.compile(r"(?:~|≈|\b(?:until|till|by|before|due|deadline|eta|target|hasta|antes de|bis|vor|"
+                           r"jusqu'au|avant|d'ici)\s*)$|(?:まで|까지|前|之前|以前)$", re.IGNORECASE)
+_DEADLINE_AFTER_RE = re.compile(r"^\s*(?:まで|까지|前|之前|截止|までに|期限)")
+# Frontmatter fields that say when the file was written, most trusted first.
+_WRITTEN_FIELDS = ("modified", "updated", "last_updated", "lastUpdated", "last-updated")
+_DATED_FIELDS = ("date", "created", "timestamp")
+
+
+def _valid(y: str, m: str, d: str) -> str | None:
+    month, day = int(m), int(d)
+    return f"{y}-{month:02d}-{day:02d}" if 1 <= month <= 12 and 1 <= day <= 31 else None
+
+
+def dates_in(text: str) -> list[str]:
+    """The as-of dates a text states (ISO, CJK 年月日), leaving out deadlines and plan dates."""
+    out = []
+    for pattern in (_ISO_DATE_RE, _CJK_DATE_RE):
+        for m in pattern.finditer(text):
+            if _NOT_AS_OF_RE.search(text[max(0, m.start() - 12):m.start()]) or _DEADLINE_AFTER_RE.match(text[m.end():]):
+                continue
+            if (date := _valid(*m.groups())) is not None:
+                out.append(date)
+    return out
+
+
+def statement_date(text: str) -> str | None:
+    """A statement's own date: the latest as-of date it states ("as of 2026-06-25", "al 2026-03-29",
+    "(2026-06-25)", "2026-07-24 停掉 …"), or None."""
+    found = dates_in(text)
+    return max(found) if found else None
+
+
+def _field(meta: Mapping[str, object], key: str) -> object:
+    if key in meta:
+        return meta[key]
+    nested = meta.get("metadata")
+    return nested.get(key) if isinstance(nested, Mapping) else None
+
+
+def file_date(filename: str, meta: Mapping[str, object]) -> str | None:
+    """When a file was written: its `modified:`/`updated:` field, else the latest of its `date:`/
+    `created:` field, a date in its file name (`status_20260510`, `session_2026-04-21_x`) and one in
+    its `name:` ("status as of 2026-05-12"), else None."""
+    for key in _WRITTEN_FIELDS:
+        value = _field(meta, key)
+        if value is not None and (found := dates_in(str(value))):
+            return max(found)
+    found: list[str] = []
+    for key in _DATED_FIELDS:
+        value = _field(meta, key)
+        if value is not None:
+            found += dates_in(str(value))
+    stem = PurePosixPath(filename).stem
+    found += dates_in(stem)
+    found += [d for m in _COMPACT_DATE_RE.finditer(stem) if (d := _valid(*m.groups()))]
+    name = _field(meta, "name")
+    if isinstance(name, str):
+        found += dates_in(name)
+    return max(found) if found else None
+
+
+def later(a: str | None, b: str | None) -> bool:
+    """Is date a strictly later day than date b? Unknown dates are never later."""
+    return a is not None and b is not None and a[:10] > b[:10]
+
+
+# -- status ------------------------------------------------------------------------------------------
+
+# Pending first: "未完成" holds "完成", "incomplete" is not "complete", "not done" is not done.
+_PENDING_RE = re.compile(
+    r"\b(?:pending|deferred|in[- ]flight|in[- ]progress|wip|(?-i:TODO)(?!\s+(?:lo|el|la|los|las|de|en|es)\b)|not (?:yet )?(?:done|started|complete[d]?|finished)|"
+    r"on hold|unfinished|incomplete|partial(?:ly)?|pendientes?|parcial(?:mente)?|aplazad[oa]|en curso|"
+    r"en progreso|sin terminar|en cours|à faire|en attente|inachevée?|ausstehend|unvollständig|in arbeit|offen)\b"
+    r"|⏳|🚧|未完了|未完成|未着手|進行中|対応中|保留|待办|待處理|待处理|进行中|未解决|未解決|진행\s?중|미완료|보류|대기\s?중",
+    re.IGNORECASE)
+_DONE_RE = re.compile(
+    r"\b(?:done|complete[d]?|finished|resolved|shipped|merged|completad[oa]s?|complet[oa]s?|terminad[oa]s?|"
+    r"resuelt[oa]s?|hech[oa]|mergead[oa]|terminée?s?|achevée?s?|résolue?s?|erledigt|abgeschlossen|fertig|gelöst)\b"
+    r"|✅|✔|完了|済み|解決済|已完成|完成|已解决|已解決|已修|완료|해결(?:됨|완료)?",
+    re.IGNORECASE)
+
+
+def status_of(text: str) -> Status | None:
+    """The one status a short text states: pending or done, None when it states neither or both."""
+    pending = _PENDING_RE.search(text) is not None
+    done = _DONE_RE.search(_PENDING_RE.sub(" ", text)) is not None
+    if pending == done:
+        return None
+    return Status.PENDING if pending else Status.DONE
+
+
+# -- subjects and facts ------------------------------------------------------------------------------
+
+# Words that number a sequence of work, not a product: "Plan 018", "Round 2", "Sesión 1.6".
+_SEQUENCE_WORDS = frozenset(
+    """plan plans phase phases round rounds session sessions step steps stage stages wave waves iter iteration
+    sprint sprints part parts chapter week weeks day days level tier item items task tasks issue issues
+    pr pull commit run runs test tests epoch epochs fold folds layer layers page pages line lines row rows
+    section figure table option options case cases rule rules point points priority p q v version
+    fase fases sesión sesion paso pasos ronda etapa semana día tarea punto
+    étape séance semaine jour tâche phase
+    schritt runde woche tag aufgabe stufe
+    the a an and or of in on at to for with from by is was are were be as not no""".split())
+# "<Name> [Name] SDK|API|v|version <n>" or "<Name> <n.n[.n]>": a version of a named product; a
+# two-word name starts with a capital ("React Native"), a one-word name may be any ("ioredis v5").
+_VERSION_RE = re.compile(
+    r"(?<![A-Za-z0-9_.\-/])(?P<name>(?:[A-Z][\w+#\-]*\s+)?[A-Za-z][\w+#\-]*)\s+"
+    r"(?:(?P<sdk>SDK|API|version|Version|ver\.?)\s*v?(?P<n1>\d+(?:\.\d+){0,3})|v(?P<n2>\d+(?:\.\d+){0,3})|"
+    r"(?P<n3>\d+\.\d+(?:\.\d+){0,2}))(?![A-Za-z0-9_.\-/%])(?!\s*(?:x\b|×|[-–~]\s*\d))")
+# "<Name> <n> <plural noun>": a count of a named thing ("OpenClaw 10 agents", "Hetzner 3 nodes").
+_COUNT_RE = re.compile(
+    rf"(?<![A-Za-z0-9_.\-/])(?P<name>[A-Z][A-Za-z0-9]*[A-Z][A-Za-z0-9]*|[A-Z][a-z]+[A-Z][A-Za-z0-9]*)\s+(?P<n>\d+)\s+"
+    r"(?P<noun>[a-z]{3,}s)\b")
+# A metric: a subject of 2-3 words, then ":", "=", "is", "stays at", "at", then a decimal number.
+_METRIC_RE = re.compile(
+    r"(?<![A-Za-z0-9_.\-/])(?P<subject>[A-Za-z][A-Za-z\-]+(?:\s+[A-Za-z][A-Za-z\-]+){1,2})\s*"
+    r"(?::|=|\bis\b|\bstays at\b|\bremains(?: at)?\b|\bat\b|\bnow\b)\s*[`*]*\s*(?P<n>\d+\.\d+)(?![A-Za-z0-9_.%])")
+_METRIC_STOP = frozenset("the a an of in on at to for with and or is was are were be it its this that our my "
+                         "previous prior old earlier former last before expected target goal baseline".split())
+# An item named by a dotted number or an id ("S1.6", "1.10", "DEF-087"), with a status beside it.
+_ITEM_RE = re.compile(r"(?<![A-Za-z0-9_.\-/])(?P<item>[A-Z]{0,3}\d+(?:\.\d+)+[a-z]?|[A-Z]{2,}-\d{2,})(?![A-Za-z0-9_.\-/])")
+_ITEM_STATUS_WINDOW = 24
+# A version written with dots is a version when it has two dots or a small minor part ("0.83.4",
+# "3.12", "2.3"); "0.065" and "0.8534" are measurements.
+_DOTTED_VERSION_RE = re.compile(r"\d+\.\d+\.\d+(?:\.\d+)?|[1-9]\d*\.\d{1,2}")
+# The statement moves the subject to this value: "updated to Expo SDK 55", "actualizado a", "升级到".
+_UPGRADE_BEFORE_RE = re.compile(
+    r"\b(?:updated|upgraded|migrated|bumped|moved|switched|raised|pinned)\s+(?:\w+\s+){0,2}?(?:to|onto)\s+$"
+    r"|\b(?:actualizad[oa]|migrad[oa]|subid[oa]|pasad[oa])\s+(?:\w+\s+){0,2}?a\s+$"
+    r"|\b(?:mis à jour|migrée?|passée?)\s+(?:\w+\s+){0,2}?(?:vers|à|en)\s+$"
+    r"|\b(?:aktualisiert|migriert|umgestellt|angehoben)\s+auf\s+$"
+    r"|(?:升级到|升級到|更新到|更新为|更新為|升级至|升級至|迁移到|遷移到)\s*$", re.IGNORECASE)
+_UPGRADE_AFTER_RE = re.compile(
+    r"\s*(?:に|へ)(?:アップデート|アップグレード|更新|移行|上げ)|\s*(?:으로|로)\s*(?:업그레이드|업데이트|올림|이전)"
+    r"|\s*(?:に|へ)(?:した|しました)", re.IGNORECASE)
+_SENTENCE_RE = re.compile(r"(?<=[.!?;。！？；])\s+")
+# Plans and intentions say nothing about the current value.
+_FUTURE_RE = re.compile(
+    r"\b(?:will|should|going to|plan(?:ned)? to|next (?:week|session|time)|later|someday|próxim[oa]|"
+    r"hasta que|until|when .* required|wird|werden|soll|prévu|sera)\b|予定|今後|예정|计划|計劃|打算",
+    re.IGNORECASE)  # characters after the item in which its own status must start
+
+
+def _subject_words(name: str) -> list[str]:
+    return [w for w in fold(name).split() if w not in _SEQUENCE_WORDS]
+
+
+def item_key(item: str) -> str:
+    """An item's matching key: "S1.6" and "1.6" (a session column) are one item; "DEF-087" itself."""
+    folded = fold(item)
+    core = re.fullmatch(r"[a-z]{0,3}(\d+(?:\.\d+)+[a-z]?)", folded)
+    return core.group(1) if core else folded
+
+
+def version_key(value: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in re.findall(r"\d+", value)[:4])
+
+
+def facts(text: str, date: str | None = None) -> tuple[Fact, ...]:
+    """The time-varying facts one statement states about specific subjects (precision first); `date`
+    is the statement's section or file date, used when the statement states none itself."""
+    out: dict[tuple[str, FactKind], Fact] = {}
+    when = statement_date(text) or date
+    for sentence in _SENTENCE_RE.split(re.sub(r"[`*]", "", text)):
+        if not _FUTURE_RE.search(sentence):  # "upgrade to SDK 55 next week" is a plan, not a value
+            for fact in _sentence_facts(sentence, when):
+                out.setdefault((fact.subject, fact.kind), fact)
+    return tuple(out.values())
+
+
+def _sentence_facts(plain: str, when: str | None) -> list[Fact]:
+    out: dict[tuple[str, FactKind], Fact] = {}
+    for m in _VERSION_RE.finditer(plain):
+        name = m.group("name")
+        words = _subject_words(name)
+        if not words or not any(c.isupper() for c in name) or _negated_before(plain, m.start("name")):
+            continue  # "plan 018", "round 2": a sequence, not a product; "(no SDK 52)"
+        value = m.group("n1") or m.group("n2") or m.group("n3")
+        if m.group("n3") and not _DOTTED_VERSION_RE.fullmatch(value):
+            continue  # "MAD 0.065", "MAE 0.31": a measurement, not a version
+        subject = " ".join(words) + (" sdk" if (m.group("sdk") or "").upper() == "SDK" else "")
+        upgrade = (_UPGRADE_BEFORE_RE.search(plain[max(0, m.start() - 40):m.start()]) is not None
+                   or _UPGRADE_AFTER_RE.match(plain, m.end()) is not None)
+        out.setdefault((subject, FactKind.VERSION), Fact(subject, FactKind.VERSION, value, when, upgrade))
+    for m in _COUNT_RE.finditer(plain):
+        subject = f"{fold(m.group('name'))} {fold(m.group('noun'))}"
+        out.setdefault((subject, FactKind.COUNT), Fact(subject, FactKind.COUNT, m.group("n"), when))
+    for m in _METRIC_RE.finditer(plain):
+        words = [w for w in fold(m.group("subject")).split() if w not in _METRIC_STOP]
+        if len(words) < 2 or words[0] in _SEQUENCE_WORDS:
+            continue
+        subject = " ".join(words[-2:])
+        out.setdefault((subject, FactKind.METRIC), Fact(subject, FactKind.METRIC, m.group("n"), when))
+    for m in _ITEM_RE.finditer(plain):
+        status = status_of(_item_window(plain, m.end()))
+        if status is not None:
+            key = item_key(m.group("item"))
+            out.setdefault((key, FactKind.STATUS), Fact(key, FactKind.STATUS, status.name.lower(), when))
+    return list(out.values())
+
+
+def _item_window(text: str, end: int) -> str:
+    """The words right after an item up to its clause's end: "S1.6 pendiente al …" -> "pendiente al …"."""
+    rest = text[end:end + _ITEM_STATUS_WINDOW]
+    return re.split(r"[,;，；、()\[\]|]|\.\s", rest, maxsplit=1)[0]
+
+
+def _negated_before(text: str, start: int) -> bool:
+    return re.search(r"\b(?:no|not|kein|nicht|pas)\s*$|[(（]no\s*$", text[max(0, start - 8):start], re.IGNORECASE) is not None
+
+
+def row_fact(cells: list[str], date: str | None) -> Fact | None:
+    """A table row keyed by its first cell whose other cells state one status: `| 1.6 | ✅ Completa |`."""
+    if len(cells) < 2 or not cells[0].strip():
+        return None
+    key_cell = re.sub(r"[`*]", "", cells[0]).strip()
+    item = _ITEM_RE.fullmatch(key_cell)
+    if item is None:
+        return None
+    statuses = {s for cell in cells[1:3] if (s := status_of(cell)) is not None}
+    if len(statuses) != 1:
+        return None
+    when = statement_date(" ".join(cells)) or date
+    return Fact(item_key(key_cell), FactKind.STATUS, statuses.pop().name.lower(), when)
+
+
+# -- ordering ----------------------------------------------------------------------------------------
+
+def supersedes(newer: Fact, older: Fact, newer_date: str | None, older_date: str | None) -> bool:
+    """Does `newer` replace `older` (same subject and kind, another value)? By date when both sides
+    have one and the days differ; else by the kind's own progression (pending -> done, a higher
+    version); counts and metrics without dates are never ordered here."""
+    if newer.subject != older.subject or newer.kind is not older.kind or newer.value == older.value:
+        return False
+    if newer_date is not None and older_date is not None and newer_date[:10] != older_date[:10]:
+        return newer_date[:10] > older_date[:10]
+    if newer.kind is FactKind.STATUS:
+        return newer.value == Status.DONE.name.lower() and older.value == Status.PENDING.name.lower()
+    if newer.kind is FactKind.VERSION:
+        return version_key(newer.value) > version_key(older.value)
+    return False
+
+
+# -- file-level markers ------------------------------------------------------------------------------
+
+# A loud marker anywhere in the head ("plan 017 — SUPERSEDED by plan 018", "HISTORICAL — …"), or a
+# marker word of any case or script opening the text ("Obsolete: …", "【廃止】…", "[已废弃] …").
+_LOUD_MARKER_RE = re.compile(r"(?<![\w-])(?P<word>HISTORICAL|SUPERSEDED|OBSOLETE|DEPRECATED|OUTDATED)(?![\w-])")
+_OPENING_MARKER_RE = re.compile(
+    r"^[\W_]{0,4}(?P<word>historical|superseded|obsolete|deprecated|outdated|no longer current|veraltet|überholt|"
+    r"obsolet[oa]|obsolète|périmée?|desactualizad[oa]|廃止|已废弃|已廢棄|已过时|已過時|已作废|已作廢|폐기됨|폐기)"
+    r"(?=\s*[:：\-\u2013\u2014(（)）\]】」]|\s+by\b|\s*$)", re.IGNORECASE)
+MARKER_HEAD_CHARS = 80
+_SUCCESSOR_RE = re.compile(r"\b(?:superseded|replaced|obsoleted)\s+by\s+(?P<by>[^;,.()（）\n\u2014]{2,60})", re.IGNORECASE)
+
+
+def marker_of(text: str) -> tuple[Marker, str | None] | None:
+    """A file-level marker in a description, title or index hook: the file is HISTORICAL, or
+    SUPERSEDED (by the successor named, when one is). Only a loud marker in the head or a marker word
+    opening the text counts: "the contacts deprecation (폐기) phase" is about something else."""
+    head = text.strip()[:MARKER_HEAD_CHARS]
+    m = _LOUD_MARKER_RE.search(head) or _OPENING_MARKER_RE.match(head)
+    if m is None:
+        return None
+    if m.group("word").lower() == "historical":
+        return Marker.HISTORICAL, None
+    successor = _SUCCESSOR_RE.search(text)
+    return Marker.SUPERSEDED, (successor.group("by").strip().rstrip("*_ ") if successor else None)
+
+
+def file_status(*texts: str | None) -> Status | None:
+    """The status a file's summary states (its description): one of pending and done, else None."""
+    found = {s for t in texts if t and (s := status_of(t)) is not None}
+    return found.pop() if len(found) == 1 else None
+
+
+# -- what supersedes what, over everything said about one subject -----------------------------------
+
+class Rule(enum.Enum):
+    """Why one statement supersedes another (the `updates.rule` of a cross-source supersession)."""
+
+    VALUE = "supersede:value"  # a later value of the same version, count or status
+    INDEX = "supersede:index"  # an index line's value or status, stale beside its own file
+    HISTORICAL_LINK = "supersede:historical-link"  # a claim that links a HISTORICAL/SUPERSEDED file as current
+    SUCCESSOR = "supersede:successor"  # a SUPERSEDED file's summary, by its successor's
+
+
+@dataclass(frozen=True)
+class Said:
+    """One row of the index of time-varying things sources said (the store's `timed_facts`)."""
+
+    kind: str  # a FactKind value, or "summary" / "marker" / "link" for file-level rows
+    value: str
+    date: str | None
+    upgrade: bool
+    source: int
+    assertion: int | None  # None for an index line
+    owner: str | None  # concept key of the memory file it is about (its own, or the one a hook links)
+    text: str
+    hook: bool
+    extra: str = ""  # a marker's successor phrase; a summary's name and description, for matching
+
+
+FILE_SUBJECT = "file:"
+
+
+def _claim_supersedes(newer: Said, older: Said) -> bool:
+    if newer.kind != older.kind or newer.value == older.value or newer.assertion == older.assertion:
+        return False
+    kind = FactKind(newer.kind)
+    dated = newer.date is not None and older.date is not None and newer.date != older.date
+    if kind is FactKind.VERSION:
+        # A version is named in passing in history ("the v2.3 migration"); only a statement that says
+        # the subject moved to it ("updated to SDK 55") supersedes another value, and never back.
+        return newer.upgrade and version_key(newer.value) > version_key(older.value) and not later(older.date, newer.date)
+    if dated:
+        return kind in (FactKind.STATUS, FactKind.COUNT) and later(newer.date, older.date)
+    return kind is FactKind.STATUS and newer.value == Status.DONE.name.lower() \
+        and older.value == Status.PENDING.name.lower()
+
+
+def _newest(candidates: list[Said]) -> Said | None:
+    """The candidate no other candidate supersedes (the lowest assertion id among equals)."""
+    top = [c for c in candidates if not any(_claim_supersedes(o, c) for o in candidates)]
+    return min(top, key=lambda s: (s.assertion or 0, s.source)) if top else None
+
+
+def value_updates(said: list[Said]) -> list[tuple[Said, Said, Rule]]:
+    """(newer, older, rule) over everything said about one subject: a claim superseded by the newest
+    claim that replaces it; an index line's count, metric or item status by its own file's value."""
+    claims = [s for s in said if not s.hook and s.assertion is not None]
+    out: list[tuple[Said, Said, Rule]] = []
+    for older in claims:
+        newest = _newest([c for c in claims if _claim_supersedes(c, older)])
+        if newest is not None:
+            out.append((newest, older, Rule.VALUE))
+    for hook in (s for s in said if s.hook and s.kind != FactKind.VERSION.value):
+        own = [c for c in claims if c.owner == hook.owner and c.kind == hook.kind]
+        values = {c.value for c in own}
+        if len(values) != 1 or hook.value in values:
+            continue  # the file states the hook's value too, or several: nothing plainly stale
+        fresh = [c for c in own if not later(hook.date, c.date)]
+        if fresh:
+            out.append((min(fresh, key=lambda s: (s.assertion or 0, s.source)), hook, Rule.INDEX))
+    return out
+
+
+def successor_matches(phrase: str, summary: str) -> int:
+    """How well a summary names a successor phrase ("plan 018"): 2 when it opens with it, 1 when it
+    holds it as words, else 0."""
+    want, have = fold(phrase).split(), fold(summary).split()
+    if not want:
+        return 0
+    have = [re.sub(r"^\W+|\W+$", "", w) for w in have]
+    if have[:len(want)] == want:
+        return 2
+    return int(any(have[i:i + len(want)] == want for i in range(len(have))))
+
+
+def successor_of(phrase: str, summaries: list[Said], exclude: str | None) -> Said | None:
+    """The one summary that names the successor phrase best, or None when none or several do."""
+    scored = [(successor_matches(phrase, s.extra), s) for s in summaries if s.owner != exclude]
+    best = max((score for score, _ in scored), default=0)
+    top = [s for score, s in scored if score == best]
+    return top[0] if best and len({s.owner for s in top}) == 1 else None
+
+
+def file_updates(said: list[Said], summaries: list[Said]) -> list[tuple[Said, Said, Rule]]:
+    """(newer, older, rule) for one file: an index line that says it is pending while its own
+    description says done; claims elsewhere that link it as current when it is marked HISTORICAL or
+    SUPERSEDED; and a SUPERSEDED file's summary, by the successor it names. `summaries` are every
+    file's summary (for the successor)."""
+    summary = next((s for s in said if s.kind == "summary" and s.assertion is not None), None)
+    out: list[tuple[Said, Said, Rule]] = []
+    if summary is not None and summary.value == Status.DONE.name.lower():
+        for hook in said:
+            if hook.hook and hook.kind == FactKind.STATUS.value and hook.value == Status.PENDING.name.lower() \
+                    and not later(hook.date, summary.date):
+                out.append((summary, hook, Rule.INDEX))
+    markers = [s for s in said if s.kind == "marker"]
+    if not markers:
+        return out
+    owner = markers[0].owner
+    successor = next((found for m in markers if m.value == Marker.SUPERSEDED.value and m.extra
+                      and (found := successor_of(m.extra, summaries, owner)) is not None), None)
+    own_marker = summary is not None and any(not m.hook for m in markers)
+    current = summary if own_marker else successor
+    if current is not None:
+        for link in said:
+            if link.kind == "link" and link.owner != owner and link.assertion is not None:
+                out.append((current, link, Rule.HISTORICAL_LINK))
+    if successor is not None and summary is not None:
+        out.append((successor, summary, Rule.SUCCESSOR))
+    return out

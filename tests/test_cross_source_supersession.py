@@ -1,0 +1,107 @@
+"""Supersession across sources, in a real graph: a later value of a version, count, status or metric,
+an index line stale beside its own file, a claim that links a HISTORICAL file as current and a
+SUPERSEDED file's successor (ADR 0009). Our own fixtures (tests/fixtures/claims/cross_source/), several
+languages; order of arrival, new versions and tombstones must not change what is found."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import FIXTURES, graph_snapshot
+from ontology.artifact import Channel
+from ontology.ingest import Ontology
+
+FOLDER = FIXTURES / "claims" / "cross_source"
+SDK14 = "El proyecto fue actualizado a Nimbus SDK 14"
+EXPECTED = {
+    # a later version, said as a move ("actualizado a", "アップデート", "升级到"), over every other value
+    ("supersede:value", "project_shop_app.md", "App: Nimbus SDK 12 + Router + Zustand", "project_nimbus_notes.md", SDK14),
+    ("supersede:value", "project_shop_app.md", "Nimbus SDK 12 fijado. No actualizar hasta que sea requerido",
+     "project_nimbus_notes.md", SDK14),
+    ("supersede:value", "project_nimbus_notes.md", "Notas técnicas de la app Nimbus SDK 13", "project_nimbus_notes.md", SDK14),
+    ("supersede:value", "project_nimbus_notes.md", "Se instaló Nimbus SDK 13 (no 12) porque era la versión estable",
+     "project_nimbus_notes.md", SDK14),
+    ("supersede:value", "project_kumo_usage.md", "デプロイには Kumo CLI 2.1 を使う。", "project_kumo_upgrade.md",
+     "2026-03-03 に Kumo CLI 2.4にアップデートした。"),
+    ("supersede:value", "project_pollen_build.md", "构建使用 Pollen SDK 7，缓存放在本地。", "project_pollen_build.md",
+     "已将构建工具升级到Pollen SDK 9。"),
+    # an index line stale beside its own file: a count (fr), a metric, an item status (es), a file status (en, ko)
+    ("supersede:index", "MEMORY.md", "project_bots.md — BotFleet 6 agents sur le VPS (EN PAUSE), budget et cycles",
+     "project_bots.md", "Configuration BotFleet 5 agents sur le VPS (CEO, QA, SEO, Dev, Data)"),
+    ("supersede:index", "MEMORY.md", "Leaderboard after round 3 (2026-02-01) — team public best stays at 0.9120 (run7); "
+     "round 3 scored worse", "project_leaderboard_20260201.md", "Public best: `0.9088` from `sub_extrap_150.csv` (transform of run7)"),
+    ("supersede:index", "MEMORY.md", "project_sessions.md — rutas y estado de sesiones (S2.2 completa, S2.3 pendiente al "
+     "2026-01-10)", "project_sessions.md", "2.3 | ✅ Completa (refactor v2) | feature/s23 → mergeado a main"),
+    ("supersede:index", "MEMORY.md", "Shop migration in progress — moving the shop to Hetzner; DNS switch deferred until "
+     "the smoke tests pass", "project_shop_migration.md",
+     "Shop move to Hetzner COMPLETE as of 2026-02-20; DNS switched and the old host is off"),
+    ("supersede:index", "MEMORY.md", "배포 자동화 — 배포 파이프라인 자동화 (진행 중)", "project_deploy_auto.md",
+     "배포 파이프라인 자동화 완료 (2026-03-02), 수동 단계 없음"),
+    # file markers: a link to a HISTORICAL file said as current; a SUPERSEDED file's successor (named "plan 8")
+    ("supersede:historical-link", "spawn-plan.md", "Spawn the first player (TEMP cube, see mesh-placeholder) at the depot "
+     "with gravity", "mesh-placeholder.md", "HISTORICAL — the cube placeholder was replaced by the Kestrel character (plan 5)"),
+    ("supersede:successor", "drive-plan.md", "Plan 7 — arcade kinematic car driving (WASD) for the seated player",
+     "physics-plan.md", "Plan 8 — echte Fahrphysik statt Arcade-Steuerung (Kollision, Schwerkraft, Federung)"),
+}
+# Not found, on purpose: "Quarto v3" in the index beside "Quarto v4 requiere …" (a version named, not
+# moved to); "Tamarind v2.3 migration" vs "Tamarind v4 store" (history, though dated days apart);
+# "S2.2 completa" (agrees with its row); "[[mesh-placeholder]] now historical" (said as history);
+# "[[drive-plan]] … wird ersetzt" (said as history).
+
+
+def _updates(onto: Ontology) -> set[tuple[str, str, str, str, str]]:
+    with onto.reader() as conn:
+        rows = conn.execute(
+            "SELECT u.rule, (SELECT ar.filename FROM sources s JOIN artifacts ar ON ar.id = s.current_artifact "
+            "WHERE s.id = u.older_source_id), u.old_text, (SELECT ar.filename FROM sources s JOIN artifacts ar "
+            "ON ar.id = s.current_artifact WHERE s.id = u.source_id), u.new_text FROM updates u "
+            "WHERE u.rule LIKE 'supersede:%'").fetchall()
+    return {tuple(r) for r in rows}
+
+
+def _ingest(root: Path, order: list[Path]) -> Ontology:
+    onto = Ontology(root, "cross", create=True)
+    assert all(r.status.value == "new" for r in onto.ingest_paths(order, Channel.CLI))
+    return onto
+
+
+def test_later_values_stale_index_lines_and_marked_files_are_found_in_every_language(tmp_path: Path):
+    onto = _ingest(tmp_path, sorted(FOLDER.glob("*.md")))
+    assert _updates(onto) == EXPECTED
+    with onto.reader() as conn:  # history, not evidence: nothing is disputed, no label moved
+        assert conn.execute("SELECT count(*) FROM assertions WHERE status IN ('CONTESTED', 'CONTRADICTORY')"
+                            ).fetchone()[0] == 0
+    onto.close()
+
+
+def test_the_order_of_arrival_does_not_change_what_supersedes_what(tmp_path: Path):
+    onto = _ingest(tmp_path, sorted(FOLDER.glob("*.md"), reverse=True))
+    assert _updates(onto) == EXPECTED
+    before = graph_snapshot(onto.paths.database)
+    onto.rebuild()
+    assert graph_snapshot(onto.paths.database) == before and _updates(onto) == EXPECTED
+    onto.close()
+
+
+def test_a_tombstone_withdraws_what_the_deleted_file_said_and_a_restore_brings_it_back(tmp_path: Path):
+    onto = _ingest(tmp_path, sorted(FOLDER.glob("*.md")))
+    tombstone = b'{"kgbridge": "tombstone", "file": "project_nimbus_notes.md", "at": "2026-11-30T04:00:00Z"}'
+    assert onto.ingest("tombstone.0123456789ab.project_nimbus_notes.md", tombstone, Channel.CLI).status.value == "new"
+    assert _updates(onto) == {u for u in EXPECTED if "project_nimbus_notes.md" not in (u[1], u[3])}
+    successor = b'{"kgbridge": "tombstone", "file": "physics-plan.md", "at": "2026-11-30T04:01:00Z"}'
+    assert onto.ingest("tombstone.0123456789ab.physics-plan.md", successor, Channel.CLI).status.value == "new"
+    assert not any(u[0] == "supersede:successor" for u in _updates(onto))
+    for name in ("project_nimbus_notes.md", "physics-plan.md"):
+        assert onto.ingest(name, (FOLDER / name).read_bytes(), Channel.CLI).status.value == "new"
+    assert _updates(onto) == EXPECTED
+    onto.close()
+
+
+def test_a_new_version_that_drops_the_newer_value_ends_the_supersession(tmp_path: Path):
+    onto = _ingest(tmp_path, sorted(FOLDER.glob("*.md")))
+    edited = tmp_path / "project_shop_migration.md"
+    edited.write_text((FOLDER / edited.name).read_text(encoding="utf-8").replace("COMPLETE", "Cutover scheduled"),
+                      encoding="utf-8")
+    assert onto.ingest_paths([edited], Channel.CLI)[0].status.value in ("new", "updated")
+    assert _updates(onto) == {u for u in EXPECTED if u[3] != "project_shop_migration.md"}
+    onto.close()

@@ -1,0 +1,149 @@
+"""Time-varying facts and which side is newer (ontology.timeline): dates, statuses, versions, counts,
+metrics and file markers in several languages, precision first (ADR 0009, supersession across sources)."""
+
+from __future__ import annotations
+
+import pytest
+
+from ontology import timeline as T
+from ontology.timeline import Fact, FactKind, Marker, Said, Status
+
+
+@pytest.mark.parametrize("text, date", [
+    ("Laptop migration COMPLETE as of 2026-06-25; all cleanup done", "2026-06-25"),
+    ("S1.6 pendiente al 2026-03-29", "2026-03-29"),
+    ("2026-07-24 停掉 AI 推播(cron 移除)", "2026-07-24"),
+    ("2026年7月24日に停止した", "2026-07-24"),
+    ("Backups green; NAS packs ~2026-06-20", None),  # a plan date says nothing about when it held
+    ("keep it until 2026-09-01", None),
+    ("2026-09-01までに移行する", None),
+    ("no date here", None),
+])
+def test_a_statement_date_is_its_as_of_date_never_a_deadline(text, date):
+    assert T.statement_date(text) == date
+
+
+def test_a_file_date_is_modified_else_the_latest_of_name_file_name_and_date_fields():
+    assert T.file_date("x.md", {"metadata": {"modified": "2026-08-21T13:57:36.737Z"}, "name": "as of 2026-09-01"}) \
+        == "2026-08-21"
+    assert T.file_date("project_status_20260510.md", {"name": "status as of 2026-05-12 evening"}) == "2026-05-12"
+    assert T.file_date("session_2026-04-21_pause-state.md", {}) == "2026-04-21"
+    assert T.file_date("notes.md", {"date": "2026-01-02"}) == "2026-01-02"
+    assert T.file_date("notes.md", {"name": "Notes"}) is None
+
+
+@pytest.mark.parametrize("text, status", [
+    ("Workstation migration in-flight — cutover deferred until reinstall confirmed", Status.PENDING),
+    ("COMPLETE as of 2026-06-25; all cleanup done", Status.DONE),
+    ("estado V1 parcial pendiente refactorizar", Status.PENDING),
+    ("✅ Completa (refactor v2)", Status.DONE),
+    ("Phase 1 stabilisation en cours", Status.PENDING),
+    ("Refactoring erledigt", Status.DONE),
+    ("수강계정 개편 (진행 중)", Status.PENDING),
+    ("배포 자동화 완료", Status.DONE),
+    ("リリース作業は完了", Status.DONE),
+    ("该功能仍未完成", Status.PENDING),  # 未完成 holds 完成: pending, not done
+    ("已完成迁移", Status.DONE),
+    ("Design System — fuente de verdad de TODO lo visual", None),  # Spanish "todo" = all
+    ("dependencias progresivas, no todo al inicio", None),
+    ("S1.5 completa, S1.6 pendiente", None),  # both: the text as a whole states neither
+])
+def test_status_words_in_every_language_and_mixed_texts_state_nothing(text, status):
+    assert T.status_of(text) is status
+
+
+def _facts(text: str, date: str | None = None) -> set[tuple[str, str, str, bool]]:
+    return {(f.subject, f.kind.value, f.value, f.upgrade) for f in T.facts(text, date)}
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("App: Nimbus SDK 12 + Router + Zustand", {("nimbus sdk", "version", "12", False)}),
+    ("Nimbus SDK 12 fijado. No actualizar hasta que sea requerido", {("nimbus sdk", "version", "12", False)}),
+    ("El proyecto fue actualizado a Nimbus SDK 14", {("nimbus sdk", "version", "14", True)}),
+    ("We upgraded the app to React Native 0.83.4", {("react native", "version", "0.83.4", True)}),
+    ("Die App wurde aktualisiert auf Nimbus SDK 15", {("nimbus sdk", "version", "15", True)}),
+    ("已将构建工具升级到Pollen SDK 9", {("pollen sdk", "version", "9", True)}),
+    ("2026-03-03 に Kumo CLI 2.4にアップデートした", {("kumo cli", "version", "2.4", True)}),
+    ("Se instaló Nimbus SDK 13 (no 12)", {("nimbus sdk", "version", "13", False)}),
+    ("We will upgrade to Nimbus SDK 16 next week", set()),  # a plan is not a value
+    ("w08 (MAD 0.065) scored 0.8848", set()),  # a measurement, not a version
+    ("Plan 018 replaces plan 017", set()),  # a sequence number, not a product version
+    ("Configuration BotFleet 5 agents sur le VPS", {("botfleet agents", "count", "5", False)}),
+    ("Public best: `0.9088` from `sub.csv`", {("public best", "metric", "0.9088", False)}),
+    ("team public best stays at 0.9120 (run7)", {("public best", "metric", "0.9120", False)}),
+    ("estado de sesiones (S2.3 pendiente al 2026-01-10)", {("2.3", "status", "pending", False)}),
+])
+def test_facts_name_a_specific_subject_and_an_atomic_value(text, expected):
+    assert _facts(text) == expected
+
+
+def test_a_statement_takes_its_section_date_when_it_states_none():
+    (fact,) = T.facts("El proyecto fue actualizado a Nimbus SDK 14", "2026-02-10")
+    assert fact.date == "2026-02-10"
+    (fact,) = T.facts("Nimbus SDK 14 as of 2026-02-12 (upgraded to it)", "2026-02-10")
+    assert fact.date == "2026-02-12"
+
+
+def test_a_status_row_is_keyed_by_its_first_cell():
+    assert T.row_fact(["1.6", "✅ Completa", "feat(s1.6): merged"], "2026-04-04") == \
+        Fact("1.6", FactKind.STATUS, "done", "2026-04-04")
+    assert T.row_fact(["2.4", "⏳ Pendiente", "emails"], None) == Fact("2.4", FactKind.STATUS, "pending", None)
+    assert T.row_fact(["Sesión", "Estado", "Rama"], None) is None
+    assert T.row_fact(["`EventOS.md`", "Documento maestro"], None) is None
+    assert T.item_key("S1.6") == T.item_key("1.6") == "1.6"
+
+
+@pytest.mark.parametrize("text, marker", [
+    ("HISTORICAL — the cube placeholder was replaced by the Kestrel character", (Marker.HISTORICAL, None)),
+    ("plan 7; arcade driving — SUPERSEDED by plan 8 (real physics)", (Marker.SUPERSEDED, "plan 8")),
+    ("Veraltet: alte Deploy-Anleitung", (Marker.SUPERSEDED, None)),
+    ("【廃止】旧デプロイ手順", (Marker.SUPERSEDED, None)),
+    ("已废弃：旧的部署流程", (Marker.SUPERSEDED, None)),
+    ("Obsolète — ancienne procédure", (Marker.SUPERSEDED, None)),
+    ("contacts 컬렉션 폐기 Phase 5 완료 — 읽기/쓰기 전부 제거", None),  # about deprecating something else
+    ("Shopify廃止スケジュール・新機能", None),
+    ("Notes on the deprecated v1 API and its replacement", None),
+])
+def test_a_file_marker_opens_the_text_or_is_loud(text, marker):
+    assert T.marker_of(text) == marker
+
+
+def _said(kind: str, value: str, *, date: str | None = None, upgrade: bool = False, source: int = 1,
+          assertion: int | None = 1, owner: str | None = "a", hook: bool = False) -> Said:
+    return Said(kind, value, date, upgrade, source, assertion, owner, f"{kind} {value}", hook)
+
+
+def test_a_version_supersedes_only_when_a_statement_says_it_moved_there():
+    old = _said("version", "12", assertion=1, source=1)
+    mentioned = _said("version", "14", assertion=2, source=2)
+    upgraded = _said("version", "14", assertion=3, source=2, upgrade=True)
+    assert T.value_updates([old, mentioned]) == []  # "v4 store" beside "the v2.3 migration": history
+    assert T.value_updates([old, upgraded]) == [(upgraded, old, T.Rule.VALUE)]
+    back = _said("version", "11", assertion=4, source=3, upgrade=True)
+    assert T.value_updates([old, back]) == []  # a move to a lower version is no later value
+
+
+def test_a_count_or_status_supersedes_by_a_later_day_and_a_status_also_by_progress():
+    early = _said("count", "6", date="2026-01-01", assertion=1, source=1)
+    same_day = _said("count", "5", date="2026-01-01", assertion=2, source=2)
+    later = _said("count", "5", date="2026-01-05", assertion=3, source=3)
+    undated = _said("count", "4", assertion=4, source=4)
+    assert T.value_updates([early, same_day]) == []
+    assert T.value_updates([early, later, undated]) == [(later, early, T.Rule.VALUE)]
+    pending = _said("status", "pending", assertion=5, source=5)
+    done = _said("status", "done", assertion=6, source=6)
+    reopened = _said("status", "pending", date="2026-02-01", assertion=7, source=7)
+    closed = _said("status", "done", date="2026-01-01", assertion=8, source=8)
+    assert T.value_updates([pending, done]) == [(done, pending, T.Rule.VALUE)]
+    assert T.value_updates([closed, reopened]) == [(reopened, closed, T.Rule.VALUE)]
+
+
+def test_an_index_line_is_stale_beside_its_own_file_unless_it_is_later():
+    hook = _said("count", "10", assertion=None, hook=True, owner="bots", source=9)
+    own = _said("count", "9", owner="bots", assertion=1)
+    elsewhere = _said("count", "8", owner="other", assertion=2, source=2)
+    assert T.value_updates([hook, own, elsewhere]) == [(own, hook, T.Rule.INDEX)]
+    later_hook = _said("count", "10", assertion=None, hook=True, owner="bots", source=9, date="2026-05-02")
+    assert T.value_updates([later_hook, _said("count", "9", owner="bots", date="2026-05-01")]) == []
+    version_hook = _said("version", "3", assertion=None, hook=True, owner="bots", source=9)
+    assert T.value_updates([version_hook, _said("version", "4", owner="bots")]) == []  # "Pest v4 requires …"

@@ -188,6 +188,8 @@ def _body_units(body: str, file_day: str | None = None) -> list[_Unit]:
     units: list[_Unit] = []
     section: str | None = None
     section_date: str | None = None
+    dated: dict[int, str | None] = {}  # heading level -> its date: a sub-heading without one inherits it
+    header: list[str] | None = None  # the first row of the table being read
     paragraph: list[str] = []
     classifier = LineClassifier()
 
@@ -205,7 +207,10 @@ def _body_units(body: str, file_day: str | None = None) -> list[_Unit]:
             flush()
             heading = _HEADING_RE.match(line)
             section = clean_markup(heading.group(1)) if heading and heading.group(1) else section
-            section_date = statement_date(section) if section else None
+            level = len(line.lstrip()) - len(line.lstrip().lstrip("#"))
+            dated = {k: v for k, v in dated.items() if k < level}
+            dated[level] = statement_date(section) if section else None
+            section_date = next((dated[k] for k in sorted(dated, reverse=True) if dated[k]), None)
             continue
         if kind is LineKind.LABEL:
             flush()
@@ -214,9 +219,12 @@ def _body_units(body: str, file_day: str | None = None) -> list[_Unit]:
         if kind is LineKind.TABLE and "|" in line.strip()[1:]:
             flush()
             cells = _row_cells(line)
-            if (fact := row_fact(cells, section_date or file_day)) is not None:
+            if header is None:
+                header = cells
+            elif (fact := row_fact(cells, section_date or file_day, header)) is not None:
                 units.append(_Unit(section, " | ".join(c for c in cells if c), fact.date, fact))
             continue
+        header = None
         if kind in NOT_CLAIMS:
             flush()
             continue

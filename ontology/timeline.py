@@ -23,6 +23,7 @@ class FactKind(enum.Enum):
     COUNT = "count"  # "OpenClaw 10 agents"
     STATUS = "status"  # "S1.6 pendiente", "| 1.6 | ✅ Completa |"
     METRIC = "metric"  # "public best stays at 0.8593", "Public best: 0.8534"
+    RANK = "rank"  # "GEMM: 16.2μs (rank 151)", `| GEMM | … | ~130th |` under a "Rank" column
 
 
 class Status(enum.IntEnum):
@@ -52,6 +53,16 @@ class Marker(enum.Enum):
 
 _ISO_DATE_RE = re.compile(r"(?<![\d.])(20\d{2})[-/.](\d{1,2})[-/.](\d{1,2})(?![\d])")
 _CJK_DATE_RE = re.compile(r"(20\d{2})年(\d{1,2})月(\d{1,2})日")
+_MONTHS = {m: i for i, names in enumerate((
+    "jan january enero janvier januar", "feb february febrero février februar", "mar march marzo mars märz",
+    "apr april abril avril", "may mayo mai", "jun june junio juin juni", "jul july julio juillet juli",
+    "aug august agosto août", "sep sept september septiembre septembre", "oct october octubre octobre oktober",
+    "nov november noviembre novembre", "dec december diciembre décembre dezember"), 1) for m in names.split()}
+_MONTH_NAME = "|".join(sorted(_MONTHS, key=len, reverse=True))
+# "Mar 28 2026", "March 28, 2026", "28 Mar 2026", "28. März 2026": a day, a month name and a year.
+_NAMED_DATE_RE = re.compile(rf"\b(?:(?P<m1>{_MONTH_NAME})\.?\s+(?P<d1>\d{{1,2}}),?\s+(?P<y1>20\d{{2}})|"
+                            rf"(?P<d2>\d{{1,2}})\.?\s+(?:de\s+)?(?P<m2>{_MONTH_NAME})\.?,?\s+(?:de\s+)?(?P<y2>20\d{{2}}))\b",
+                            re.IGNORECASE)
 _COMPACT_DATE_RE = re.compile(r"(?<!\d)(20\d{2})(\d{2})(\d{2})(?!\d)")
 # A date that is a deadline or a plan ("until 2026-06-01", "~2026-06-20", "bis 1.6.") says nothing
 # about when the statement was true.
@@ -77,6 +88,12 @@ def dates_in(text: str) -> list[str]:
                 continue
             if (date := _valid(*m.groups())) is not None:
                 out.append(date)
+    for m in _NAMED_DATE_RE.finditer(text):
+        if _NOT_AS_OF_RE.search(text[max(0, m.start() - 12):m.start()]):
+            continue
+        month = _MONTHS[(m.group("m1") or m.group("m2")).lower()]
+        if (date := _valid(m.group("y1") or m.group("y2"), str(month), m.group("d1") or m.group("d2"))) is not None:
+            out.append(date)
     return out
 
 
@@ -248,12 +265,38 @@ def _sentence_facts(plain: str, when: str | None) -> list[Fact]:
             continue
         subject = " ".join(words[-2:])
         out.setdefault((subject, FactKind.METRIC), Fact(subject, FactKind.METRIC, m.group("n"), when))
+    if (rank := _rank_fact(plain, when)) is not None:
+        out.setdefault((rank.subject, FactKind.RANK), rank)
     for m in _ITEM_RE.finditer(plain):
         status = status_of(_item_window(plain, m.end()))
         if status is not None:
             key = item_key(m.group("item"))
             out.setdefault((key, FactKind.STATUS), Fact(key, FactKind.STATUS, status.name.lower(), when))
     return list(out.values())
+
+
+# "<Subject>: … (rank 151)", "<Subject> … ranked #12": a standing of the subject that opens the line.
+_RANK_RE = re.compile(r"^(?P<subject>[A-Za-z][\w\-. ]{0,30}?)\s*:.*?\b(?:rank(?:ed)?|place[d]?)\s*[#~≈]?\s*(?P<n>\d{1,6})(?![\d.,]|\s*(?:[µμ%]|(?:us|ms|s|x|days?|hours?|min(?:utes)?|times)\b))"
+                      r"|^(?P<subject2>[A-Za-z][\w\-.]{0,30})\s*:.*?(?:順位|순위|排名)\s*[#~≈]?\s*(?P<n2>\d{1,6})(?![\d.,])", re.IGNORECASE)
+_RANK_HEADER_RE = re.compile(r"\b(?:rank(?:ing)?|place|position|posición|rang|classement|platz)\b|順位|순위|排名|名次",
+                             re.IGNORECASE)
+_RANK_CELL_RE = re.compile(r"^[#~≈]?\s*(\d{1,6})(?:st|nd|rd|th|位|위|名)?\b", re.IGNORECASE)
+
+
+def _rank_fact(plain: str, when: str | None) -> Fact | None:
+    m = _RANK_RE.search(plain.strip())
+    if m is None:
+        return None
+    subject = m.group("subject") or m.group("subject2")
+    words = [w for w in fold(subject).split() if w not in _SEQUENCE_WORDS]
+    if not words or len(words) > 3 or is_generic(words):
+        return None
+    return Fact(" ".join(words) + " rank", FactKind.RANK, str(int(m.group("n") or m.group("n2"))), when)
+
+
+def is_generic(words: list[str]) -> bool:
+    from ontology.normalize import GENERIC_SUBJECTS  # one list of subjects too generic to name one thing
+    return all(w in GENERIC_SUBJECTS for w in words)
 
 
 def _item_window(text: str, end: int) -> str:
@@ -266,11 +309,19 @@ def _negated_before(text: str, start: int) -> bool:
     return re.search(r"\b(?:no|not|kein|nicht|pas)\s*$|[(（]no\s*$", text[max(0, start - 8):start], re.IGNORECASE) is not None
 
 
-def row_fact(cells: list[str], date: str | None) -> Fact | None:
-    """A table row keyed by its first cell whose other cells state one status: `| 1.6 | ✅ Completa |`."""
+def row_fact(cells: list[str], date: str | None, header: list[str] | None = None) -> Fact | None:
+    """A table row keyed by its first cell whose other cells state one status (`| 1.6 | ✅ Completa |`),
+    or a rank under a "Rank" column of the header (`| GEMM | 16.2μs | ~130th |`)."""
     if len(cells) < 2 or not cells[0].strip():
         return None
     key_cell = re.sub(r"[`*]", "", cells[0]).strip()
+    if header and len(header) == len(cells):
+        ranks = [i for i, h in enumerate(header) if i > 0 and _RANK_HEADER_RE.search(h)]
+        words = [w for w in fold(key_cell).split() if w not in _SEQUENCE_WORDS]
+        if len(ranks) == 1 and words and len(words) <= 3 and not is_generic(words) and not key_cell[:1].isdigit() \
+                and (cell := _RANK_CELL_RE.match(cells[ranks[0]].strip())) is not None:
+            when = statement_date(" ".join(cells)) or date
+            return Fact(" ".join(words) + " rank", FactKind.RANK, str(int(cell.group(1))), when)
     item = _ITEM_RE.fullmatch(key_cell)
     if item is None:
         return None
@@ -371,7 +422,7 @@ def _claim_supersedes(newer: Said, older: Said) -> bool:
         # the subject moved to it ("updated to SDK 55") supersedes another value, and never back.
         return newer.upgrade and version_key(newer.value) > version_key(older.value) and not later(older.date, newer.date)
     if dated:
-        return kind in (FactKind.STATUS, FactKind.COUNT) and later(newer.date, older.date)
+        return kind in (FactKind.STATUS, FactKind.COUNT, FactKind.RANK) and later(newer.date, older.date)
     return kind is FactKind.STATUS and newer.value == Status.DONE.name.lower() \
         and older.value == Status.PENDING.name.lower()
 

@@ -25,6 +25,9 @@ EXPECTED = {
      "2026-03-03 に Kumo CLI 2.4にアップデートした。"),
     ("supersede:value", "project_pollen_build.md", "构建使用 Pollen SDK 7，缓存放在本地。", "project_pollen_build.md",
      "已将构建工具升级到Pollen SDK 9。"),
+    # a later rank by date: a table row under "Our Rank" (Apr 2) and a sub-heading's bullet (Apr 4)
+    ("supersede:value", "project_standings.md", "SORT | sort-v2 | 8.1ms | ~40th", "session5_results.md",
+     "SORT: 8.05ms (rank 44) — unchanged"),
     # an index line stale beside its own file: a count (fr), a metric, an item status (es), a file status (en, ko)
     ("supersede:index", "MEMORY.md", "project_bots.md — BotFleet 6 agents sur le VPS (EN PAUSE), budget et cycles",
      "project_bots.md", "Configuration BotFleet 5 agents sur le VPS (CEO, QA, SEO, Dev, Data)"),
@@ -45,7 +48,7 @@ EXPECTED = {
 }
 # Not found, on purpose: "Quarto v3" in the index beside "Quarto v4 requiere …" (a version named, not
 # moved to); "Tamarind v2.3 migration" vs "Tamarind v4 store" (history, though dated days apart);
-# "S2.2 completa" (agrees with its row); "[[mesh-placeholder]] now historical" (said as history);
+# "S2.2 completa" (agrees with its row); SCAN's rank 12 both days; "[[mesh-placeholder]] now historical" (said as history);
 # "[[drive-plan]] … wird ersetzt" (said as history).
 
 

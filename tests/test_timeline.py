@@ -17,6 +17,8 @@ from ontology.timeline import Fact, FactKind, Marker, Said, Status
     ("Backups green; NAS packs ~2026-06-20", None),  # a plan date says nothing about when it held
     ("keep it until 2026-09-01", None),
     ("2026-09-01までに移行する", None),
+    ("Session 14 (Mar 28 2026, overnight)", "2026-03-28"),
+    ("Stand vom 28. März 2026", "2026-03-28"),
     ("no date here", None),
 ])
 def test_a_statement_date_is_its_as_of_date_never_a_deadline(text, date):
@@ -72,6 +74,8 @@ def _facts(text: str, date: str | None = None) -> set[tuple[str, str, str, bool]
     ("Public best: `0.9088` from `sub.csv`", {("public best", "metric", "0.9088", False)}),
     ("team public best stays at 0.9120 (run7)", {("public best", "metric", "0.9120", False)}),
     ("estado de sesiones (S2.3 pendiente al 2026-01-10)", {("2.3", "status", "pending", False)}),
+    ("GEMM: 16.222μs (rank 151) — unchanged", {("gemm rank", "rank", "151", False)}),
+    ("MLA leaderboard PASSED: `x.py` ranked 45.5μs", set()),  # "ranked" a time, not a standing
 ])
 def test_facts_name_a_specific_subject_and_an_atomic_value(text, expected):
     assert _facts(text) == expected
@@ -91,6 +95,10 @@ def test_a_status_row_is_keyed_by_its_first_cell():
     assert T.row_fact(["Sesión", "Estado", "Rama"], None) is None
     assert T.row_fact(["`EventOS.md`", "Documento maestro"], None) is None
     assert T.item_key("S1.6") == T.item_key("1.6") == "1.6"
+    header = ["Problem", "Board", "Our Score", "Our Rank"]
+    assert T.row_fact(["SORT", "sort-v2", "8.1ms", "~40th"], "2026-04-02", header) == \
+        Fact("sort rank", FactKind.RANK, "40", "2026-04-02")
+    assert T.row_fact(["Status", "x", "1ms", "3rd"], None, header) is None  # a generic first cell
 
 
 @pytest.mark.parametrize("text, marker", [

@@ -12,7 +12,6 @@ from __future__ import annotations
 import enum
 import re
 from dataclasses import dataclass
-from pathlib import PurePosixPath
 from typing import Mapping
 
 from ontology.tokens import fold
@@ -81,7 +80,9 @@ def _valid(y: str, m: str, d: str) -> str | None:
 
 def dates_in(text: str) -> list[str]:
     """The as-of dates a text states (ISO, CJK 年月日), leaving out deadlines and plan dates."""
-    out = []
+    out: list[str] = []
+    if "20" not in text:
+        return out  # every date this reads has a 20xx year: most statements end here
     for pattern in (_ISO_DATE_RE, _CJK_DATE_RE):
         for m in pattern.finditer(text):
             if _NOT_AS_OF_RE.search(text[max(0, m.start() - 12):m.start()]) or _DEADLINE_AFTER_RE.match(text[m.end():]):
@@ -104,30 +105,22 @@ def statement_date(text: str) -> str | None:
     return max(found) if found else None
 
 
-def _field(meta: Mapping[str, object], key: str) -> object:
-    if key in meta:
-        return meta[key]
-    nested = meta.get("metadata")
-    return nested.get(key) if isinstance(nested, Mapping) else None
-
-
 def file_date(filename: str, meta: Mapping[str, object]) -> str | None:
     """When a file was written: its `modified:`/`updated:` field, else the latest of its `date:`/
     `created:` field, a date in its file name (`status_20260510`, `session_2026-04-21_x`) and one in
     its `name:` ("status as of 2026-05-12"), else None."""
+    nested = meta.get("metadata")
+    fields = {**nested, **meta} if isinstance(nested, Mapping) else meta
     for key in _WRITTEN_FIELDS:
-        value = _field(meta, key)
+        value = fields.get(key)
         if value is not None and (found := dates_in(str(value))):
             return max(found)
-    found: list[str] = []
-    for key in _DATED_FIELDS:
-        value = _field(meta, key)
-        if value is not None:
-            found += dates_in(str(value))
-    stem = PurePosixPath(filename).stem
-    found += dates_in(stem)
-    found += [d for m in _COMPACT_DATE_RE.finditer(stem) if (d := _valid(*m.groups()))]
-    name = _field(meta, "name")
+    found = [d for key in _DATED_FIELDS if (value := fields.get(key)) is not None for d in dates_in(str(value))]
+    stem = filename.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+    if "20" in stem:
+        found += dates_in(stem)
+        found += [d for m in _COMPACT_DATE_RE.finditer(stem) if (d := _valid(*m.groups()))]
+    name = fields.get("name")
     if isinstance(name, str):
         found += dates_in(name)
     return max(found) if found else None
@@ -207,6 +200,7 @@ _UPGRADE_BEFORE_RE = re.compile(
 _UPGRADE_AFTER_RE = re.compile(
     r"\s*(?:に|へ)(?:アップデート|アップグレード|更新|移行|上げ)|\s*(?:으로|로)\s*(?:업그레이드|업데이트|올림|이전)"
     r"|\s*(?:に|へ)(?:した|しました)", re.IGNORECASE)
+_DIGIT_RE = re.compile(r"\d")
 _SENTENCE_RE = re.compile(r"(?<=[.!?;。！？；])\s+")
 # Plans and intentions say nothing about the current value.
 _FUTURE_RE = re.compile(
@@ -233,6 +227,8 @@ def version_key(value: str) -> tuple[int, ...]:
 def facts(text: str, date: str | None = None) -> tuple[Fact, ...]:
     """The time-varying facts one statement states about specific subjects (precision first); `date`
     is the statement's section or file date, used when the statement states none itself."""
+    if _DIGIT_RE.search(text) is None:
+        return ()  # every fact has a number: most statements end here
     out: dict[tuple[str, FactKind], Fact] = {}
     when = statement_date(text) or date
     for sentence in _SENTENCE_RE.split(re.sub(r"[`*]", "", text)):

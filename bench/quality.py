@@ -181,6 +181,8 @@ def _update_lines(folder: str, u: queries.UpdateView) -> str:
              f"    newer {u.filename} ({u.timestamp[:10]}): {u.newer_text}"]
     if u.older_id is not None:
         lines.append(f"    older {u.older_filename} ({(u.older_timestamp or '')[:10]}): {u.older_text}")
+    elif u.older_filename is not None and u.older_filename != u.filename:  # an index line (not a claim)
+        lines.append(f"    older {u.older_filename} ({(u.older_timestamp or '')[:10]}): {u.old_text}")
     return "\n".join(lines)
 
 

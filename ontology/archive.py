@@ -68,18 +68,37 @@ def safe_component(name: str, limit: int = 120) -> str:
     return cleaned[:limit]
 
 
-def _append_synced(path: Path, data: bytes) -> int:
-    """Append `data` to `path` and fsync; returns the offset it starts at. Callers hold the writer lock."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    try:
-        start = os.fstat(fd).st_size
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-        os.fsync(fd)
-        return start
-    finally:
-        os.close(fd)
+def _append_synced(fd: int, data: bytes) -> int:
+    """Append `data` through `fd` (opened O_APPEND) and fsync; returns the offset it starts at.
+    Callers hold the writer lock, so nothing else appends in between."""
+    start = os.fstat(fd).st_size
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+    os.fsync(fd)
+    return start
+
+
+@dataclass
+class _Appender:
+    """A file kept open for appending between batches (no open, close or directory listing per
+    artifact). Reopened when the file was removed or replaced underneath (its link count is 0)."""
+
+    path: Path
+    fd: int
+
+    @classmethod
+    def open(cls, path: Path) -> _Appender:
+        return cls(path, os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600))
+
+    def current(self) -> _Appender:
+        if os.fstat(self.fd).st_nlink:
+            return self
+        os.close(self.fd)
+        return _Appender.open(self.path)
+
+    def close(self) -> None:
+        os.close(self.fd)
 
 
 class Archive:
@@ -92,6 +111,9 @@ class Archive:
         self.packs_dir = base / "packs"
         self._rejected_lock = threading.Lock()  # rejections are kept outside the writer lock
         self._rejected_usage: tuple[int, int] | None = None  # (entries, bytes), counted once, then kept
+        # Open for appending between batches, under the writer lock: (pack number, file) and the log.
+        self._pack: tuple[int, _Appender] | None = None
+        self._log_appender: _Appender | None = None
 
     def pack_path(self, number: int) -> Path:
         return self.packs_dir / f"{number:06d}.pack"
@@ -99,42 +121,60 @@ class Archive:
     def legacy_blob_path(self, sha256: str) -> Path:
         return self.base / "objects" / sha256[:2] / sha256
 
-    def _current_pack(self, incoming_bytes: int) -> int:
-        numbers = sorted(int(p.stem) for p in self.packs_dir.glob("*.pack") if p.stem.isdigit())
-        number = numbers[-1] if numbers else 1
+    def _pack_for(self, incoming_bytes: int) -> tuple[int, _Appender]:
+        """The pack to append to, kept open between batches; the directory is listed only when no
+        pack is open yet or the open one is full (another writer process may have rolled meanwhile)."""
+        if self._pack is not None:
+            number, appender = self._pack
+            appender = appender.current()
+            self._pack = (number, appender)
+            size = os.fstat(appender.fd).st_size
+            if not size or size + incoming_bytes <= PACK_LIMIT_BYTES:
+                return self._pack
+            appender.close()
+            self._pack = None
+        self.packs_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        numbers = [int(p.stem) for p in self.packs_dir.glob("*.pack") if p.stem.isdigit()]
+        number = max(numbers, default=1)
         try:
             size = self.pack_path(number).stat().st_size
         except FileNotFoundError:
             size = 0
-        return number + 1 if size and size + incoming_bytes > PACK_LIMIT_BYTES else number
+        if size and size + incoming_bytes > PACK_LIMIT_BYTES:
+            number += 1
+        self._pack = (number, _Appender.open(self.pack_path(number)))
+        return self._pack
+
+    def _log(self) -> _Appender:
+        self._log_appender = self._log_appender.current() if self._log_appender else _Appender.open(self.log_path)
+        return self._log_appender
 
     def put_many(self, batch: Sequence[Incoming]) -> int:
         """Archive a batch durably: pack bytes, then log lines, each appended with one fsync.
         Returns the log's size after the batch (the offset the graph records as applied)."""
         if not batch:
             return self.log_size()
-        self.packs_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        number = self._current_pack(sum(len(item.data) for item in batch))
-        start = _append_synced(self.pack_path(number), b"".join(item.data for item in batch))
+        number, pack = self._pack_for(sum(len(item.data) for item in batch))
+        start = _append_synced(pack.fd, b"".join(item.data for item in batch))
         lines = []
         for item in batch:
             entry = LogEntry(item.sha256, item.filename, item.channel, item.received_at, number, start, len(item.data))
             lines.append(json.dumps(asdict(entry), sort_keys=True) + "\n")
             start += len(item.data)
-        prefix = "" if self._log_ends_cleanly() else "\n"  # seal a line torn by a crash mid-append
-        log_start = _append_synced(self.log_path, (prefix + "".join(lines)).encode("utf-8"))
-        return log_start + len((prefix + "".join(lines)).encode("utf-8"))
+        log_fd = self._log().fd
+        size = os.fstat(log_fd).st_size
+        prefix = "" if not size or os.pread(log_fd, 1, size - 1) == b"\n" else "\n"  # seal a line torn by a crash
+        data = (prefix + "".join(lines)).encode("utf-8")
+        return _append_synced(log_fd, data) + len(data)
 
-    def _log_ends_cleanly(self) -> bool:
-        try:
-            with open(self.log_path, "rb") as handle:
-                handle.seek(0, os.SEEK_END)
-                if handle.tell() == 0:
-                    return True
-                handle.seek(-1, os.SEEK_END)
-                return handle.read(1) == b"\n"
-        except FileNotFoundError:
-            return True
+    def close(self) -> None:
+        """Close the files kept open for appending (the next batch reopens them)."""
+        if self._pack is not None:
+            self._pack[1].close()
+            self._pack = None
+        if self._log_appender is not None:
+            self._log_appender.close()
+            self._log_appender = None
 
     def log_size(self) -> int:
         try:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import fcntl
 import hashlib
 import itertools
 import logging
@@ -22,8 +23,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator
-
-from filelock import FileLock, Timeout
 
 from ontology.archive import Archive, ArchiveCorrupt, Incoming, LogEntry
 from ontology.artifact import Artifact, ArtifactRejected, Channel
@@ -94,6 +93,62 @@ class WriterBusy(Unavailable, RuntimeError, kind="writer-busy"):
         return {"Retry-After": str(self.retry_after)}
 
 
+class WriterLockTimeout(TimeoutError):
+    """Another process held the ontology's writer lock past the wait."""
+
+
+class _WriterLock:
+    """The cross-process half of the single writer: `flock` on `.writer.lock` through a descriptor
+    kept open for the life of the object, so taking and releasing it per batch costs two system
+    calls, not an open and a close (each also an inotify event for the watcher). Callers serialize
+    through the thread lock; nested acquires are counted."""
+
+    POLL_SECONDS = 0.01
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fd: int | None = None
+        self._depth = 0
+
+    def acquire(self, timeout: float | None = None) -> None:
+        """Take the lock, waiting at most `timeout` seconds (None: as long as it takes)."""
+        if self._depth:
+            self._depth += 1
+            return
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        if timeout is None:
+            fcntl.flock(self._fd, fcntl.LOCK_EX)
+        else:
+            deadline = time.monotonic() + timeout
+            while True:
+                try:
+                    fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        raise WriterLockTimeout(f"{self.path} is held by another process") from None
+                    time.sleep(self.POLL_SECONDS)
+        self._depth = 1
+
+    def release(self) -> None:
+        self._depth -= 1
+        if not self._depth and self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+
+    def close(self) -> None:
+        """Drop the descriptor (only while not held); the next acquire reopens it."""
+        if not self._depth and self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> None:
+        self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
 @dataclass(frozen=True)
 class _Parsed:
     index: int
@@ -131,7 +186,7 @@ class Ontology:
                                   "`kgbridge activate` (or POST /ontologies), or name another with --ontology")
         self.archive = Archive(self.paths.archive, self.paths.rejected)
         self._thread_lock = threading.Lock()
-        self._file_lock = FileLock(str(self.paths.lock))
+        self._file_lock = _WriterLock(self.paths.lock)
         self._writer: GraphWriter | None = None
         # (source, sha256) archived but never acknowledged (the commit failed; a reopen replayed them):
         # the sender retries those, and a retry is a duplicate even after a newer version came.
@@ -196,7 +251,7 @@ class Ontology:
         try:
             try:
                 self._file_lock.acquire(timeout=0)
-            except Timeout:
+            except WriterLockTimeout:
                 return False
             try:
                 self._open_writer()
@@ -220,6 +275,8 @@ class Ontology:
             if self._writer is not None:
                 self._writer.conn.close()
                 self._writer = None
+            self.archive.close()
+            self._file_lock.close()
 
     # -- ingest ---------------------------------------------------------------------------------
 
@@ -257,7 +314,7 @@ class Ontology:
             self._thread_lock.acquire()
         try:
             self._file_lock.acquire(timeout=max(0.0, deadline - time.monotonic()))
-        except Timeout:
+        except WriterLockTimeout:
             try:
                 self._give_up_or_wait(ticket)
                 self._file_lock.acquire()

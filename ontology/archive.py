@@ -1,9 +1,10 @@
 """The archive: every accepted artifact verbatim in append-only pack files, an append-only log that
 says where each one is, and every rejected artifact kept beside the reason it was refused.
 
-Invariant: the archive is the source of truth. A batch's bytes are appended to a pack and synced,
-then its log lines are appended and synced, and only then does the graph commit; so a crash can leave
-pack bytes no line points to (ignored) or lines the graph lacks (replayed idempotently on the next
+Invariant: the archive is the source of truth. A batch goes to a pack as frames (each artifact's log
+line, then its bytes) with one fsync, then its lines to the log, and only then does the graph commit;
+a crash can leave pack bytes no line points to (ignored), or lines the graph lacks (replayed on the
+next open), and a power cut can lose unsynced log lines (written again from the frames on the next
 open), never a graph row the archive cannot regenerate. Bytes are checked against their sha256 on read.
 """
 
@@ -14,7 +15,7 @@ import json
 import os
 import re
 import threading
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Sequence
 
@@ -77,6 +78,62 @@ def _append_synced(fd: int, data: bytes) -> int:
         view = view[os.write(fd, view):]
     os.fsync(fd)
     return start
+
+
+def _append(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+# A pack frame: magic, the byte offset of the artifact's line in log.jsonl, a space, that line (JSON
+# ending in a newline, whose offset field points just past it), then the artifact's bytes.
+_FRAME_MAGIC = b"\x00kgframe "
+_FRAME_OVERHEAD = 512  # bytes a frame's head and line add, at most, for sizing a pack
+_TAIL_BYTES = 64 * 1024  # read from the end of the log to find its last entry
+_MAX_LINE = 16 * 1024
+
+
+def _framed_line(item: Incoming, pack: int, after_head: int) -> bytes:
+    """The log line of `item`, whose offset (just past the line itself) depends on its own length."""
+    offset = after_head
+    while True:
+        entry = LogEntry(item.sha256, item.filename, item.channel, item.received_at, pack, offset, len(item.data))
+        line = (json.dumps(vars(entry), sort_keys=True) + "\n").encode("utf-8")  # vars: asdict deep-copies
+        if after_head + len(line) == offset:
+            return line
+        offset = after_head + len(line)
+
+
+def _frames(tail: bytes, base: int, pack: int) -> list[tuple[int, bytes]]:
+    """(log offset, line) of each valid frame in `tail`, which starts at byte `base` of the pack."""
+    found, at = [], tail.find(_FRAME_MAGIC)
+    while at >= 0:
+        end = _frame_end(tail, at, base, pack, found)
+        at = tail.find(_FRAME_MAGIC, end if end is not None else at + 1)
+    return found
+
+
+def _frame_end(tail: bytes, at: int, base: int, pack: int, found: list[tuple[int, bytes]]) -> int | None:
+    """Check the frame starting at `tail[at]`; if valid, record it in `found` and return where it ends."""
+    head_end = at + len(_FRAME_MAGIC)
+    space = tail.find(b" ", head_end, head_end + 24)
+    newline = tail.find(b"\n", space + 1, space + 1 + _MAX_LINE) if space > 0 else -1
+    if newline < 0 or not tail[head_end:space].isdigit():
+        return None
+    line = tail[space + 1:newline + 1]
+    try:
+        entry = LogEntry(**json.loads(line))
+    except (ValueError, TypeError):
+        return None
+    data_start = newline + 1
+    if entry.pack != pack or entry.offset != base + data_start or entry.length is None:
+        return None
+    data = tail[data_start:data_start + entry.length]
+    if len(data) != entry.length or hashlib.sha256(data).hexdigest() != entry.sha256:
+        return None
+    found.append((int(tail[head_end:space]), line))
+    return data_start + entry.length
 
 
 @dataclass
@@ -146,26 +203,92 @@ class Archive:
         return self._pack
 
     def _log(self) -> _Appender:
-        self._log_appender = self._log_appender.current() if self._log_appender else _Appender.open(self.log_path)
+        if self._log_appender is None:
+            self.base.mkdir(parents=True, exist_ok=True, mode=0o700)
+            self._log_appender = _Appender.open(self.log_path)
+        else:
+            self._log_appender = self._log_appender.current()
         return self._log_appender
 
     def put_many(self, batch: Sequence[Incoming]) -> int:
-        """Archive a batch durably: pack bytes, then log lines, each appended with one fsync.
-        Returns the log's size after the batch (the offset the graph records as applied)."""
+        """Archive a batch durably with one fsync: each artifact goes to the pack as a frame (its log
+        line, where that line goes in the log, then its bytes), the pack is synced, then the lines
+        are appended to the log unsynced: a power cut that loses them leaves the frames, from which
+        `recover_log` writes them again. Returns the log's size after the batch (the offset the graph
+        records as applied)."""
         if not batch:
             return self.log_size()
-        number, pack = self._pack_for(sum(len(item.data) for item in batch))
-        start = _append_synced(pack.fd, b"".join(item.data for item in batch))
-        lines = []
-        for item in batch:
-            entry = LogEntry(item.sha256, item.filename, item.channel, item.received_at, number, start, len(item.data))
-            lines.append(json.dumps(asdict(entry), sort_keys=True) + "\n")
-            start += len(item.data)
         log_fd = self._log().fd
-        size = os.fstat(log_fd).st_size
-        prefix = "" if not size or os.pread(log_fd, 1, size - 1) == b"\n" else "\n"  # seal a line torn by a crash
-        data = (prefix + "".join(lines)).encode("utf-8")
-        return _append_synced(log_fd, data) + len(data)
+        log_at = os.fstat(log_fd).st_size
+        prefix = b"" if not log_at or os.pread(log_fd, 1, log_at - 1) == b"\n" else b"\n"  # seal a torn line
+        log_at += len(prefix)
+        number, pack = self._pack_for(sum(len(item.data) + _FRAME_OVERHEAD for item in batch))
+        position = os.fstat(pack.fd).st_size
+        frames, lines = [], []
+        for item in batch:
+            head = _FRAME_MAGIC + b"%d " % log_at
+            line = _framed_line(item, number, position + len(head))
+            frames += [head, line, item.data]
+            lines.append(line)
+            position += len(head) + len(line) + len(item.data)
+            log_at += len(line)
+        _append_synced(pack.fd, b"".join(frames))
+        data = prefix + b"".join(lines)
+        _append(log_fd, data)
+        return log_at
+
+    def recover_log(self) -> int:
+        """Write again the log lines a power cut lost after their frames were synced (the log is
+        appended unsynced); returns how many. Frames are looked for after the log's last entry only,
+        each checked (its own position, its bytes' sha256), so torn or stray bytes are passed over.
+        Callers hold the writer lock."""
+        last = self._last_entry()
+        number, position = (last.pack, last.offset + last.length) if last and last.pack is not None \
+            and last.offset is not None and last.length is not None else (1, 0)
+        found: list[tuple[int, bytes]] = []
+        while True:
+            try:
+                with open(self.pack_path(number), "rb") as handle:
+                    handle.seek(position)
+                    found += _frames(handle.read(), position, number)
+            except FileNotFoundError:
+                break
+            number, position = number + 1, 0
+        if not found:
+            return 0
+        fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o600)  # not O_APPEND: pwrite at each line's place
+        try:
+            for log_at, line in found:
+                size = os.fstat(fd).st_size
+                if size < log_at:  # the lost seal of a torn line: empty lines, which readers skip
+                    os.pwrite(fd, b"\n" * (log_at - size), size)
+                os.pwrite(fd, line, log_at)
+            os.ftruncate(fd, found[-1][0] + len(found[-1][1]))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        return len(found)
+
+    def _last_entry(self) -> LogEntry | None:
+        """The log's last complete entry, read from its tail (the whole log only if the tail has none)."""
+        try:
+            with open(self.log_path, "rb") as handle:
+                size = handle.seek(0, os.SEEK_END)
+                start = max(0, size - _TAIL_BYTES)
+                handle.seek(start)
+                lines = handle.read().split(b"\n")[1 if start else 0:-1]
+        except FileNotFoundError:
+            return None
+        for raw in reversed(lines):
+            try:
+                return LogEntry(**json.loads(raw))
+            except (ValueError, TypeError):
+                continue
+        last = None
+        if start:
+            for last, _ in self.entries():
+                pass
+        return last
 
     def close(self) -> None:
         """Close the files kept open for appending (the next batch reopens them)."""

@@ -235,6 +235,7 @@ class Ontology:
                 conn = connect(self.paths.database)
             writer = GraphWriter(conn)
             try:
+                self._recover_log()
                 self._replay(writer, writer.applied_log_offset(), self._unacknowledged)
             except BaseException:
                 writer.conn.close()
@@ -499,6 +500,13 @@ class Ontology:
             log.info("ontology %s: applied %d archived artifacts the graph lacked", self.slug, applied)
         return applied
 
+    def _recover_log(self) -> None:
+        """Log lines a power cut lost (the log is appended unsynced; the pack frames are synced) are
+        written again before anything reads the log; callers hold both locks."""
+        recovered = self.archive.recover_log()
+        if recovered:
+            log.warning("ontology %s: wrote %d archive log lines again from their pack frames", self.slug, recovered)
+
     def _replayable(self, entry: LogEntry) -> Artifact | None:
         try:
             return parse_artifact(self.slug, entry.filename, self.archive.read(entry))
@@ -524,6 +532,7 @@ class Ontology:
         target = self.paths.database
         fresh = self._rebuild_path()
         self._remove_rebuild_leftovers()
+        self._recover_log()
         writer = GraphWriter(connect(fresh))
         try:
             applied = self._replay(writer, 0)

@@ -199,3 +199,54 @@ def test_a_graph_from_another_schema_version_is_rebuilt_from_the_archive(root):
     after = graph_snapshot(again.paths.database)
     assert {c[0] for c in after["concepts"]} == {c[0] for c in before["concepts"]} | {"late"}
     assert set(before["assertions"]) <= set(after["assertions"])
+
+
+def _power_cut(onto: Ontology, keep_log_bytes: int) -> None:
+    """What a power cut may leave: the pack synced, the log's unsynced tail gone (torn mid-line)."""
+    onto.close()
+    with open(onto.archive.log_path, "r+b") as log:
+        log.truncate(keep_log_bytes)
+
+
+def test_log_lines_a_power_cut_lost_are_written_again_from_the_pack(root):
+    """One fsync per batch: the pack frames are synced, the log is appended unsynced, so a power cut
+    can take log lines of acknowledged artifacts; the next writer restores them byte for byte."""
+    onto = Ontology(root, "shop", create=True)
+    for i in range(5):  # five single ingests: five batches, five frames
+        assert onto.ingest(f"n{i}.md", memory(f"n{i}", f"Service {i} retries with backoff"), Channel.HTTP).status \
+            is Status.NEW
+    log = onto.archive.log_path.read_bytes()
+    live = graph_snapshot(onto.paths.database)
+    first_line = log.index(b"\n") + 1
+    _power_cut(onto, first_line + 17)  # the first line kept, the second torn, the rest lost
+    again = Ontology(root, "shop")
+    assert again.ingest("n4.md", memory("n4", "Service 4 retries with backoff"), Channel.HTTP).status \
+        is Status.DUPLICATE  # the graph was ahead of the log: nothing applied twice
+    assert again.archive.log_path.read_bytes() == log
+    again.close()
+    assert graph_snapshot(again.paths.database) == live
+    again.rebuild()
+    assert graph_snapshot(again.paths.database) == live
+
+
+def test_a_lost_log_tail_is_restored_past_torn_pack_bytes_and_regenerates_the_graph(root):
+    """A crash mid-append left torn bytes (even a frame's start) in the pack; frames after them are
+    still found, and a graph lost with the log (not synced either) is regenerated whole."""
+    onto = Ontology(root, "shop", create=True)
+    onto.ingest("a.md", memory("a", "Use uv for installs"), Channel.HTTP)
+    kept = len(onto.archive.log_path.read_bytes())
+    onto.close()
+    pack = onto.archive.pack_path(1)
+    with open(pack, "ab") as handle:
+        handle.write(b"\x00kgframe 999 {\"sha256\": \"torn")
+    onto.ingest_many([("b.md", memory("b", "Pin the python version"), Channel.CLI),
+                      ("c.md", memory("c", "Deploys run on Fridays"), Channel.CLI)])
+    onto.ingest("d.md", memory("d", "Keep the changelog in sync"), Channel.HTTP)
+    _power_cut(onto, kept)
+    for suffix in ("", "-wal", "-shm"):
+        onto.paths.database.with_name(onto.paths.database.name + suffix).unlink(missing_ok=True)
+    again = Ontology(root, "shop")
+    assert {"Use uv for installs", "Pin the python version", "Deploys run on Fridays",
+            "Keep the changelog in sync"} <= set(_texts(again))
+    assert [e.filename for e, _ in again.archive.entries()] == ["a.md", "b.md", "c.md", "d.md"]
+    again.close()

@@ -1,12 +1,14 @@
 """Ingest throughput over two corpus shapes, at sizes up to 100k, with per-artifact cost ratios.
 
 Run: .venv/bin/python -m bench.ingest [--corpus zipf,repetitive] [--sizes 1000,5000,20000,100000]
-     [--modes bulk,single] [--long-share 0.3]
+     [--modes bulk,single,post] [--long-share 0.3]
 `bulk` is `Ontology.ingest_many` (`kgbridge ingest DIR`, a watcher burst), `single` one
-`Ontology.ingest` call per artifact (one POST /ingest). Each size runs in a fresh child process (so
-its peak RSS is its own) started by one parent: ratios compare like with like on a noisy machine.
-CPU time (user + system of the ingesting process) is reported beside wall time: on a shared machine
-it is the steadier measure of the work done per artifact (it leaves out waits on fsync).
+`Ontology.ingest` call per artifact (what one POST /ingest does inside the server), `post` one real
+POST /ingest per artifact from one client to a real `kgbridge serve` (bench.server). Each size runs in
+a fresh child process (so its peak RSS is its own) started by one parent: ratios compare like with
+like on a noisy machine. CPU time (user + system of the ingesting process: for `post`, the server's)
+is reported beside wall time: on a shared machine it is the steadier measure of the work done per
+artifact (it leaves out waits on fsync and on other processes).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import os
 import random
 import resource
 import subprocess
@@ -114,6 +117,12 @@ def corpus(kind: str, size: int, long_share: float, seed: int = 7) -> list[tuple
 
 def run(kind: str, size: int, mode: str, long_share: float) -> dict[str, float]:
     """One measurement in this process: wall time of the ingest and the process's peak RSS."""
+    if mode == "post":
+        from bench.server import single_posts  # it imports this module's corpora
+
+        figures = single_posts(kind, size)
+        return {"elapsed": figures["elapsed"], "cpu": figures["server_cpu"], "client_cpu": figures["client_cpu"],
+                "peak_rss_mb": figures["peak_rss_mb"]}
     artifacts = corpus(kind, size, long_share)
     with tempfile.TemporaryDirectory() as tmp:
         onto = Ontology(Path(tmp), "bench", create=True)
@@ -160,10 +169,12 @@ def main() -> None:
             figures = json.loads(out.stdout.strip().splitlines()[-1])
             per_artifact[size] = figures["elapsed"] / size
             cpu_per_artifact[size] = figures["cpu"] / size
+            client = (f"  client CPU {figures['client_cpu'] / size * 1000:6.3f} ms, server + client "
+                      f"{size / (figures['cpu'] + figures['client_cpu']):7.1f}/s") if "client_cpu" in figures else ""
             print(f"{kind:>10} {mode:>6} {size:>6} artifacts: {figures['elapsed']:7.2f} s  "
                   f"{size / figures['elapsed']:7.1f}/s  {per_artifact[size] * 1000:6.3f} ms/artifact  "
                   f"(CPU {cpu_per_artifact[size] * 1000:6.3f} ms, {size / figures['cpu']:7.1f}/s)  "
-                  f"peak RSS {figures['peak_rss_mb']:5.0f} MB", flush=True)
+                  f"peak RSS {figures['peak_rss_mb']:5.0f} MB{client}  load {os.getloadavg()[0]:.1f}", flush=True)
         for size in sizes[1:]:
             print(f"{kind:>10} {mode:>6} cost per artifact {size} / {sizes[0]}: wall "
                   f"{per_artifact[size] / per_artifact[sizes[0]]:.2f}, CPU "

@@ -4,12 +4,15 @@ Run: .venv/bin/python -m bench.server [--n 500] [--corpus zipf,repetitive --n 20
 Starts a real `kgbridge serve` on a free loopback port over a temporary knowledge root; all three
 figures come from one run so their ratios compare like with like on a noisy machine. With
 `--corpus`, only the single-POST path runs (one artifact per request, one client), over the
-`bench.ingest` corpora, reporting the rate overall and over the first and last 1,000 requests.
+`bench.ingest` corpora, reporting the rate overall and over the first and last 1,000 requests, and
+the CPU time of the server and of the client (what the rate would be if the two had the machine).
 """
 
 from __future__ import annotations
 
 import argparse
+import http.client
+import json
 import os
 import tempfile
 import time
@@ -30,27 +33,49 @@ def artifact(tag: str, i: int) -> bytes:
 WINDOW = 1_000  # requests per window when comparing the cost of the first and the last ones
 
 
-def single_posts(kind: str, n: int) -> None:
-    """POST a corpus one artifact per request, one client, into a fresh server."""
+def single_posts(kind: str, n: int) -> dict[str, float]:
+    """POST a corpus one artifact per request, one client, into a fresh server; prints and returns
+    the rates. The client is what the bridge uses (`http.client`), on one kept-alive connection."""
     artifacts = corpus(kind, n, 0.0)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "root"
         (root / "ontology" / "bench" / "ingest").mkdir(parents=True)
-        with ServerProcess(root) as server, httpx.Client(base_url=server.url, timeout=60) as client:
+        with ServerProcess(root) as server:
             assert server.proc is not None
-            cpu_start = _cpu_seconds(server.proc.pid)
+            connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
+            headers = {"Content-Type": "application/json; charset=utf-8"}
+            cpu_start, client_start = _cpu_seconds(server.proc.pid), time.process_time()
             stamps = [time.perf_counter()]
             for name, data in artifacts:
-                client.post("/ingest", json={"ontology": "bench", "filename": name,
-                                             "content": data.decode()}).raise_for_status()
+                body = json.dumps({"ontology": "bench", "filename": name, "content": data.decode()}).encode()
+                connection.request("POST", "/ingest", body=body, headers=headers)
+                response = connection.getresponse()
+                answer = response.read()
+                if response.status != 200:
+                    raise RuntimeError(f"POST /ingest {name}: {response.status} {answer[:200]!r}")
                 stamps.append(time.perf_counter())
             server_cpu = _cpu_seconds(server.proc.pid) - cpu_start
+            client_cpu = time.process_time() - client_start
+            peak_rss_mb = _peak_rss_mb(server.proc.pid)
+            connection.close()
     window = min(WINDOW, n)
     first = window / (stamps[window] - stamps[0])
     last = window / (stamps[-1] - stamps[-1 - window])
-    print(f"{kind:>10} POST /ingest, 1 client, {n} artifacts: {n / (stamps[-1] - stamps[0]):7.1f}/s overall, "
+    figures = {"elapsed": stamps[-1] - stamps[0], "server_cpu": server_cpu, "client_cpu": client_cpu,
+               "first": first, "last": last, "peak_rss_mb": peak_rss_mb}
+    print(f"{kind:>10} POST /ingest, 1 client, {n} artifacts: {n / figures['elapsed']:7.1f}/s overall, "
           f"first {window} {first:7.1f}/s, last {window} {last:7.1f}/s (cost last / first {first / last:.2f}); "
-          f"server CPU {server_cpu / n * 1000:.3f} ms/artifact ({n / server_cpu:.1f}/s)", flush=True)
+          f"server CPU {server_cpu / n * 1000:.3f} ms/artifact ({n / server_cpu:.1f}/s), "
+          f"client CPU {client_cpu / n * 1000:.3f} ms, both {n / (server_cpu + client_cpu):.1f}/s", flush=True)
+    return figures
+
+
+def _peak_rss_mb(pid: int) -> float:
+    """Peak resident set size of a process (Linux /proc: VmHWM, in kB)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
 
 
 def _cpu_seconds(pid: int) -> float:

@@ -95,14 +95,16 @@ _MAX_LINE = 16 * 1024
 
 
 def _framed_line(item: Incoming, pack: int, after_head: int) -> bytes:
-    """The log line of `item`, whose offset (just past the line itself) depends on its own length."""
-    offset = after_head
-    while True:
-        entry = LogEntry(item.sha256, item.filename, item.channel, item.received_at, pack, offset, len(item.data))
-        line = (json.dumps(vars(entry), sort_keys=True) + "\n").encode("utf-8")  # vars: asdict deep-copies
-        if after_head + len(line) == offset:
-            return line
-        offset = after_head + len(line)
+    """The log line of `item`, whose offset (just past the line itself) depends on its own length:
+    one `json.dumps` with offset 0, then the offset's digits are settled arithmetically."""
+    entry = LogEntry(item.sha256, item.filename, item.channel, item.received_at, pack, 0, len(item.data))
+    template = json.dumps(vars(entry), sort_keys=True) + "\n"  # vars: asdict deep-copies
+    rest = len(template.encode("utf-8")) - 1  # the line without the offset's one digit
+    offset = after_head + rest + 1
+    while after_head + rest + len(str(offset)) != offset:
+        offset = after_head + rest + len(str(offset))
+    # The first `"offset": 0,` is the key itself: quotes inside JSON strings are escaped.
+    return template.replace('"offset": 0,', f'"offset": {offset},', 1).encode("utf-8")
 
 
 def _frames(tail: bytes, base: int, pack: int) -> list[tuple[int, bytes]]:

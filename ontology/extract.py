@@ -19,8 +19,8 @@ from ontology.claims import (BULLET_RE, MD_LINK_RE, NOT_CLAIMS, WIKILINK_RE, Lin
 from ontology.normalize import Proposition, clean_markup, fact_proposition, proposition
 from ontology.removals import IdentifierStance, identifier_stances
 from ontology.revisions import Revision, paired, revisions
-from ontology.timeline import Fact, Marker, Status, facts as timed_facts, file_date, file_status, marker_of, row_fact, \
-    statement_date
+from ontology.timeline import Fact, Marker, Status, facts as timed_facts, file_date, file_status, identifier_facts, \
+    marker_of, row_fact, statement_date
 
 # Statements longer than this are prose dumps, not claims; shorter than this are fragments.
 MAX_STATEMENT_CHARS = 400
@@ -279,6 +279,7 @@ def _statements(units: list[_Unit], fixed_concept: str | None, default: str) -> 
         identifiers = identifier_stances(text, prop.polarity)
         revised = revisions(text, identifiers)
         found = (unit.row,) if unit.row is not None else timed_facts(text, unit.date)
+        found += identifier_facts(identifiers, text)
         links = _current_links(unit.text, prop.polarity) if "[" in unit.text else ()
         if fixed_concept is not None:
             out.append(Statement(text, prop, fixed_concept, identifiers=identifiers, revisions=revised, facts=found,

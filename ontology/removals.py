@@ -58,7 +58,9 @@ _BEFORE_LATIN: dict[Lang, str] = {
     Lang.DE: r"\bkeine?[nmrs]?\s+$",  # "kein `x` mehr" (the "mehr" is checked after)
 }
 _CJK_CUE = r"(?:已删除|已移除|删除|移除|停掉|削除|廃止|삭제|제거|폐기)"
-_CJK_AFTER = re.compile(_GAP + _CJK_CUE + r"(?:了|됨|했다|했음|함|완료|되었다|됐다|済み|した|しました|された)?(?=$|[\s，,；;。.、(（)）:：!！—\-*])")
+# One artifact noun may sit between the identifier and a CJK removal word: "(`x` cron 移除)".
+_ARTIFACT_NOUN = r"(?:\s+(?:cron|job|jobs|hook|hooks|task|table|column|field|script|flag|route|endpoint|command|env))?"
+_CJK_AFTER = re.compile(_ARTIFACT_NOUN + _GAP + _CJK_CUE + r"(?:了|됨|했다|했음|함|완료|되었다|됐다|済み|した|しました|された)?(?=$|[\s，,；;。.、(（)）:：!！—\-*])")
 # The statement forms whose negation is itself the removal ("no longer exists", "kein X mehr").
 _NEGATED_REMOVAL = re.compile(r"\bno longer exists?\b|\bkeine?[nmrs]?\s+\S+\s+mehr\b", re.IGNORECASE)
 # Future and plan forms: a removal that is intended is not a removal.
@@ -100,10 +102,21 @@ def _identifiers(clause: str) -> list[str]:
     return list(dict.fromkeys(ident for _, _, idents in _occurrences(clause) for ident in idents))
 
 
+# A source file named by its path also names its module: `pkg/chip_push.py` and `chip_push` are one thing.
+_MODULE_STEM_RE = re.compile(r"(?:^|/)([A-Za-z][A-Za-z0-9]*_[A-Za-z0-9_]*[A-Za-z0-9]|[a-z]{2,}[A-Z][A-Za-z0-9]*)"
+                             r"\.(?:py|ts|tsx|js|jsx|mjs|rb|go|rs|java|kt|swift|sh|php|cs)$")
+
+
+def _with_stem(ident: str) -> tuple[str, ...]:
+    stem = _MODULE_STEM_RE.search(ident)
+    return (ident, stem.group(1)) if stem and len(stem.group(1)) >= MIN_IDENTIFIER_CHARS else (ident,)
+
+
 def _occurrences(text: str) -> list[tuple[int, int, tuple[str, ...]]]:
-    """(start, end, identifiers) of each code span naming an identifier and each bare identifier
-    group (`a/b_c` names both parts)."""
-    out = [(m.start(), m.end(), (ident,)) for m in _CODE_SPAN_RE.finditer(text) if (ident := _identifier(m.group(1)))]
+    """(start, end, identifiers) of each code span naming an identifier (a source file's path also
+    names its module stem) and each bare identifier group (`a/b_c` names both parts)."""
+    out = [(m.start(), m.end(), _with_stem(ident)) for m in _CODE_SPAN_RE.finditer(text)
+           if (ident := _identifier(m.group(1)))]
     bare = _CODE_SPAN_RE.sub(lambda m: " " * len(m.group(0)), text)
     out += [(m.start(), m.end(), parts) for m in _BARE_RE.finditer(bare)
             if (parts := tuple(p for p in m.group(0).split("/") if len(p) >= MIN_IDENTIFIER_CHARS))]

@@ -318,7 +318,8 @@ class GraphWriter:
         for ident in sorted(old.keys() | new.keys()):
             rows = conn.execute("SELECT source_id, stance, text, artifact_id, concept_id FROM identifier_stances "
                                 "WHERE ident=? ORDER BY source_id", (ident,)).fetchall()
-            paired = any(r[1] < 0 for r in rows) and any(r[1] > 0 for r in rows)
+            paired = any(r[1] < 0 for r in rows) and any(r[1] > 0 for r in rows) and not timeline.removal_is_later(
+                [r[2] for r in rows if r[1] < 0], [r[2] for r in rows if r[1] > 0])  # dated: supersession instead
             key = _IN_USE_KEY + ident
             existing = conn.execute("SELECT id FROM assertions WHERE key=?", (key,)).fetchone()
             if existing is None and not paired:

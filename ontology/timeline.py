@@ -23,6 +23,7 @@ class FactKind(enum.Enum):
     STATUS = "status"  # "S1.6 pendiente", "| 1.6 | ✅ Completa |"
     METRIC = "metric"  # "public best stays at 0.8593", "Public best: 0.8534"
     RANK = "rank"  # "GEMM: 16.2μs (rank 151)", `| GEMM | … | ~130th |` under a "Rank" column
+    IDENTIFIER = "identifier"  # a dated "`x` removed" / a dated plain mention of `x` (ontology.removals)
 
 
 class Status(enum.IntEnum):
@@ -406,6 +407,28 @@ class Said:
 
 
 FILE_SUBJECT = "file:"
+IDENTIFIER_SUBJECT = "ident:"
+REMOVED, IN_USE = "removed", "in_use"
+
+
+def identifier_facts(stances: tuple[tuple[str, int], ...], text: str) -> tuple[Fact, ...]:
+    """A dated statement's removals and uses of identifiers, as facts ordered by its own date only
+    (undated ones stay with the removed-vs-in-use dispute rule)."""
+    when = statement_date(text) if stances else None
+    if when is None:
+        return ()
+    return tuple(Fact(IDENTIFIER_SUBJECT + ident, FactKind.IDENTIFIER, REMOVED if stance < 0 else IN_USE, when)
+                 for ident, stance in stances)
+
+
+def removal_is_later(removed: list[str], used: list[str]) -> bool:
+    """Every use of an identifier dated strictly before every removal of it (each by its statement's own
+    date): the uses are history the removal supersedes, not a dispute with it."""
+    removal_days = [statement_date(t) for t in removed]
+    use_days = [statement_date(t) for t in used]
+    if not removal_days or not use_days or None in removal_days or None in use_days:
+        return False
+    return max(use_days) < min(removal_days)  # type: ignore[type-var]
 
 
 def _claim_supersedes(newer: Said, older: Said) -> bool:
@@ -417,6 +440,8 @@ def _claim_supersedes(newer: Said, older: Said) -> bool:
         # A version is named in passing in history ("the v2.3 migration"); only a statement that says
         # the subject moved to it ("updated to SDK 55") supersedes another value, and never back.
         return newer.upgrade and version_key(newer.value) > version_key(older.value) and not later(older.date, newer.date)
+    if kind is FactKind.IDENTIFIER:  # a removal dated after a use: the use is history, not a dispute
+        return newer.value == REMOVED and older.value == IN_USE and later(newer.date, older.date)
     if dated:
         return kind in (FactKind.STATUS, FactKind.COUNT, FactKind.RANK) and later(newer.date, older.date)
     return kind is FactKind.STATUS and newer.value == Status.DONE.name.lower() \

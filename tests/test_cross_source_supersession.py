@@ -25,6 +25,9 @@ EXPECTED = {
      "2026-03-03 に Kumo CLI 2.4にアップデートした。"),
     ("supersede:value", "project_pollen_build.md", "构建使用 Pollen SDK 7，缓存放在本地。", "project_pollen_build.md",
      "已将构建工具升级到Pollen SDK 9。"),
+    # an identifier removed on a later day than a use of it: history, not a "removed vs in use" dispute
+    ("supersede:value", "project_digest_job.md", "22:00 每晚摘要推送 (2026-05-01 加) — `jobs/nightly_digest.py` 读取关注列表并推送",
+     "project_digest_stop.md", "2026-05-09 停掉摘要推送(nightly_digest cron 移除)，改推排行榜"),
     # a later rank by date: a table row under "Our Rank" (Apr 2) and a sub-heading's bullet (Apr 4)
     ("supersede:value", "project_standings.md", "SORT | sort-v2 | 8.1ms | ~40th", "session5_results.md",
      "SORT: 8.05ms (rank 44) — unchanged"),

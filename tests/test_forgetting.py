@@ -250,6 +250,7 @@ def test_the_mount_no_longer_shows_a_deleted_file(tmp_path: Path):
         unmount(at)
     assert "project_queue.md" in listed and "project_deploy.md" not in listed and "project-deploy.md" not in listed
     assert "Deploys" not in memory and "project_queue.md" in memory
+    assert "project_deploy.md" not in rebuild_gives_the_same_graph(stack.graph_root)
 
 
 @pytest.mark.parametrize("name, data, reason", [

@@ -7,7 +7,7 @@ checks that every artifact of the case reached the graph exactly once, in arriva
 healthy drop dir / HTTP; backend seen alive then hung; the ontology's writer lock held; `/health`
 trickling one byte per 100 ms; `KG_URL` whose resolver never answers (a UDP stub on loopback,
 bound into a private mount namespace with `unshare -m`, root only); the projection's FUSE daemon
-stopped (SIGSTOP) under a PreToolUse edit; a FIFO and a 600 MB sparse `*.md`; a Codex patch adding
+stopped (SIGSTOP) under a PreToolUse edit; `rm a.md && mv b.md c.md` in the mounted slot; a FIFO and a 600 MB sparse `*.md`; a Codex patch adding
 three files against a hung backend. Targets: worst <= 150 ms, memory-write median <= 1.5x baseline.
 Our packages are byte-compiled first, as `pip install` does (this machine sets PYTHONDONTWRITEBYTECODE).
 """
@@ -365,6 +365,38 @@ def fuse_case(base: Path, runs: int) -> tuple[list[float], list[float], str]:
     return times, [], f"yes ({len(said)}/{runs})" if ok else f"NO: {len(said)} of {runs} edits arrived"
 
 
+def shell_case(base: Path, runs: int) -> tuple[list[float], list[float], str]:
+    """PreToolUse Bash `rm a.md && mv b.md c.md` in the mounted slot: read, recorded, denied."""
+    env = Env(base)
+    env.cli("activate")
+    memory = env.locate_memory()
+    for i in range(runs):
+        for name in (f"gone-{i}", f"old-{i}"):
+            (memory / f"{name}.md").write_text(memory_text(name, i))
+    mounted = env.cli("mount")
+    if mounted.returncode != 0:
+        raise RuntimeError(f"mount failed: {mounted.stderr}")
+    times = []
+    try:
+        for i in range(runs):
+            command = f"rm {memory / f'gone-{i}.md'} && mv {memory / f'old-{i}.md'} {memory / f'new-{i}.md'}"
+            times.append(env.hook(json.dumps({"hook_event_name": "PreToolUse", "cwd": str(env.project),
+                                              "tool_name": "Bash", "tool_input": {"command": command}}).encode()))
+        env.cli("flush")
+        ingest = base / "K" / "ontology" / "shop" / "ingest"
+        deadline = time.monotonic() + RECOVERY_S
+        edits = base / "state" / "shop" / "edits"
+        while (env.waiting() or (edits.exists() and os.listdir(edits))) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        names = [p.name for p in ingest.iterdir()]
+    finally:
+        env.cli("unmount")
+    gone = sum(any(n.startswith("tombstone.") and n.endswith(f".gone-{i}.md") for n in names) for i in range(runs))
+    moved = sum(any(n.startswith("move.") and n.endswith(f".new-{i}.md") for n in names) for i in range(runs))
+    ok = gone == moved == runs
+    return times, [], f"yes ({gone} tombstones, {moved} moves)" if ok else f"NO: {gone} tombstones, {moved} moves"
+
+
 def odd_file_case(base: Path, runs: int, kind: str) -> tuple[list[float], list[float], str]:
     env = Env(base)
     env.cli("activate")
@@ -459,6 +491,7 @@ def main() -> None:
              lambda: http_case(base / "trickle", runs, trickling, "trickle", session_start=True)),
             ("dns", "PostToolUse, KG_URL resolver never answers", lambda: dns_case(base / "dns", runs)),
             ("fuse", "PreToolUse Edit, projection daemon stopped", lambda: fuse_case(base / "fuse", runs)),
+            ("shell", "PreToolUse Bash rm && mv in the mounted slot", lambda: shell_case(base / "shell", runs)),
             ("fifo", "PostToolUse, FIFO *.md", lambda: odd_file_case(base / "fifo", runs, "fifo")),
             ("sparse", "PostToolUse, 600 MB sparse *.md", lambda: odd_file_case(base / "sparse", runs, "sparse")),
             ("codex", "Codex apply_patch, 3 files, backend hung", lambda: codex_case(base / "codex", runs)),

@@ -28,6 +28,7 @@ MARKER = "kgbridge-hook"
 # Claude Code: capture memory writes as they happen, and rescan at the session's edges.
 # PreToolUse redirects writes into ingestion while the projection is mounted (projection ADR).
 CLAUDE_FILE_TOOLS = "Write|Edit|MultiEdit"
+CLAUDE_SHELL_TOOL = "Bash"  # PreToolUse only: rm / mv of memory files in the mounted slot (ADR 0012)
 CLAUDE_EVENTS: dict[str, str | None] = {
     "SessionStart": None, "PreToolUse": CLAUDE_FILE_TOOLS, "PostToolUse": CLAUDE_FILE_TOOLS,
     "Stop": None, "SubagentStop": None, "PreCompact": None, "SessionEnd": None,
@@ -140,13 +141,18 @@ def _handlers(harness: Harness, event: str, command: str) -> list[dict[str, obje
 
 def wiring(harness: Harness, command: str) -> dict[str, list[dict[str, object]]]:
     """The hook groups per event: what install-hooks merges and what hooks/ ships as files. Claude
-    Code's file tools get one group per tool whose `if` lets only `.md` paths start a process."""
+    Code's file tools get one group per tool whose `if` lets only `.md` paths start a process; its
+    Bash tool gets a PreToolUse group too (`rm`/`mv` in the mounted slot, ADR 0012), without an `if`
+    (a compound command matches no single rule): the gate starts Python only for a command naming a
+    `.md` file under a mounted FUSE path."""
     groups: dict[str, list[dict[str, object]]] = {}
     for event, matcher in (CODEX_EVENTS if harness == Harness.CODEX else CLAUDE_EVENTS).items():
         if harness == Harness.CLAUDE and matcher == CLAUDE_FILE_TOOLS:
             groups[event] = [{"matcher": tool, "hooks": [{**h, "if": f"{tool}(**/*.md)"}
                                                          for h in _handlers(harness, event, command)]}
                              for tool in matcher.split("|")]
+            if event == "PreToolUse":
+                groups[event].append({"matcher": CLAUDE_SHELL_TOOL, "hooks": _handlers(harness, event, command)})
         else:
             groups[event] = [{**({"matcher": matcher} if matcher else {}), "hooks": _handlers(harness, event, command)}]
     return groups

@@ -115,3 +115,36 @@ def test_plugin_validates_installs_from_a_local_marketplace_and_its_hooks_captur
         assert (event, "(plugin kgbridge@kgbridge) finished with status 0") in runs, event
     assert ("PostToolUse:Write", "(plugin kgbridge@kgbridge) moved to the background") in runs  # async
     assert wait_until(lambda: claude_box.sources_of(DB_FACT)[1] == {"memory:shop/project_test_db.md"}, 30)
+
+
+@requires_fuse
+def test_claude_deleting_and_renaming_in_the_mounted_projection_is_recorded_and_told(claude_box, serve):
+    """`rm` and `mv` by Claude Code's Bash tool in the mounted slot (ADR 0012): one compound command is
+    recorded as a tombstone and a move and the model reads what happened; a glob is refused with why."""
+    serve(claude_box)
+    claude_box.trace_hook_starts()
+    activate(claude_box)
+    contradict(claude_box)
+    mounted = claude_box.kg("mount")
+    assert mounted.returncode == 0, mounted.stderr
+    mem = claude_box.memory_dir
+    try:
+        steps = [{"tool": "Bash", "input": {"command": f"rm {mem}/project_fast_tests.md && "
+                                                      f"mv {mem}/project_test_db.md {mem}/project_db.md",
+                                            "description": "Prune memory"}},
+                 {"tool": "Bash", "input": {"command": f"rm {mem}/*.md", "description": "Clear memory"}},
+                 {"text": "Pruned."}]
+        result = claude_box.claude_session("kg-e2e-prune", steps)
+        assert result["subtype"] == "success"
+        starts = [(h["hook_event_name"], h.get("tool_name")) for h in claude_box.hook_starts()]
+        assert starts.count(("PreToolUse", "Bash")) == 2, starts  # install-hooks wires Bash's PreToolUse
+        requests = claude_box.fake.requests("kg-e2e-prune")
+        told = [json.dumps(r["messages"][-1]) for r in requests[1:3]]
+        assert "Recorded as deleted in kgbridge: project_fast_tests.md" in told[0]
+        assert "project_test_db.md is now project_db.md" in told[0]
+        assert "Not run, nothing recorded" in told[1] and "read-only" in told[1]
+        assert "Read-only file system" not in "".join(told), "never a bare EROFS"
+        assert wait_until(lambda: claude_box.sources_of(DB_FACT)[1] == {"memory:shop/project_db.md"}, 30), \
+            claude_box.sources_of(DB_FACT)
+    finally:
+        claude_box.kg("unmount")

@@ -32,7 +32,7 @@ from ontology.extract import Extraction, extract
 from ontology.layout import ROOT_ENV, OntologyPaths, UnsafeName, ontology_paths, validate_filename
 from ontology.parse import parse_artifact
 from ontology.schema import SchemaMismatch, connect
-from ontology.store import GraphWriter
+from ontology.store import GraphWriter, newest_sha
 
 log = logging.getLogger(__name__)
 
@@ -158,7 +158,17 @@ class _Parsed:
     channel: Channel
     received_at: str
     artifact: Artifact
-    extraction: Extraction
+    extraction: Extraction | None  # None: its source's newest version when read (see `_prepare`)
+
+
+def _is_newest(conn: sqlite3.Connection | None, identity: str, sha256: str) -> bool:
+    """A hint for skipping extraction: False whenever the graph cannot say."""
+    if conn is None:
+        return False
+    try:
+        return newest_sha(conn, identity) == sha256
+    except sqlite3.Error:
+        return False
 
 
 @dataclass(eq=False)  # compared by identity: two callers may send the same bytes
@@ -369,15 +379,18 @@ class Ontology:
             results.extend(self._ingest_batch(chunk, received_at))
         return results
 
-    def _prepare(self, index: int, filename: str, data: bytes, channel: Channel,
-                 received_at: str | None) -> _Parsed | IngestResult:
-        """Parse and extract outside the writer lock; a refusal is kept with its reason right away."""
+    def _prepare(self, index: int, filename: str, data: bytes, channel: Channel, received_at: str | None,
+                 current: sqlite3.Connection | None = None) -> _Parsed | IngestResult:
+        """Parse and extract outside the writer lock; a refusal is kept with its reason right away. Bytes
+        that are already their source's newest version in the graph as `current` sees it are not
+        extracted: a remount or a rescan re-reads thousands of unchanged files, and the writer decides
+        again under its lock anyway (extracting then if a newer version came in between)."""
         stamp = received_at or utc_now()
         sha = hashlib.sha256(data).hexdigest()
         try:
             validate_filename(filename)
             artifact = parse_artifact(self.slug, filename, data)
-            extraction = extract(artifact)
+            extraction = None if _is_newest(current, artifact.source_identity, sha) else extract(artifact)
         except (ArtifactRejected, UnsafeName) as exc:
             reason = exc.reason if isinstance(exc, ArtifactRejected) else str(exc)
         except Exception as exc:  # noqa: BLE001 - per-artifact boundary: a defect met on this input
@@ -394,12 +407,17 @@ class Ontology:
                       received_at: str | None) -> list[IngestResult]:
         results: dict[int, IngestResult] = {}
         parsed: list[_Parsed] = []
-        for index, (filename, data, channel) in chunk:
-            prepared = self._prepare(index, filename, data, channel, received_at)
-            if isinstance(prepared, IngestResult):
-                results[index] = prepared
-            else:
-                parsed.append(prepared)
+        with contextlib.ExitStack() as stack:
+            try:
+                current = stack.enter_context(self.reader())
+            except (OSError, sqlite3.Error):  # the graph cannot be read now: extract all, the writer decides
+                current = None
+            for index, (filename, data, channel) in chunk:
+                prepared = self._prepare(index, filename, data, channel, received_at, current)
+                if isinstance(prepared, IngestResult):
+                    results[index] = prepared
+                else:
+                    parsed.append(prepared)
         if parsed:
             with self._exclusive() as writer:
                 for item, result in self._apply_batch(writer, parsed):
@@ -419,7 +437,9 @@ class Ontology:
                         out.append((item, IngestResult(Status.DUPLICATE, artifact.filename, item.sha256,
                                                        kind=artifact.kind.value)))
                         continue
-                    applied = writer.apply(artifact, item.extraction, item.channel.value, item.received_at)
+                    # None: a duplicate when read, no longer one (another version came in meanwhile)
+                    extraction = item.extraction if item.extraction is not None else extract(artifact)
+                    applied = writer.apply(artifact, extraction, item.channel.value, item.received_at)
                 except (sqlite3.OperationalError, OSError):
                     raise  # the disk or database refused: the whole batch waits for a retry
                 except Exception as exc:  # a defect met on this input: keep it, go on with the rest

@@ -71,6 +71,13 @@ def _owner_rank(concept_type: str) -> int:
     return _OWNER_RANK.get(concept_type, 3)
 
 
+def newest_sha(conn: sqlite3.Connection, identity: str) -> str | None:
+    """The sha256 of the source's newest version, None for a source the graph does not know."""
+    row = conn.execute("SELECT a.sha256 FROM artifacts a JOIN sources s ON s.id=a.source_id WHERE s.identity=? "
+                       "ORDER BY a.id DESC LIMIT 1", (identity,)).fetchone()
+    return row[0] if row else None
+
+
 class GraphWriter:
     """Owns the write connection; callers serialize through the ontology's writer lock."""
 
@@ -82,10 +89,7 @@ class GraphWriter:
         """A duplicate: the same bytes as the source's newest version. Older bytes coming back (an edit
         A -> B -> A, a file restored after its tombstone, ADR 0012) are its next version, so the graph
         follows the file."""
-        row = self.conn.execute(
-            "SELECT a.sha256 FROM artifacts a JOIN sources s ON s.id=a.source_id WHERE s.identity=? "
-            "ORDER BY a.id DESC LIMIT 1", (identity,)).fetchone()
-        return row is not None and row[0] == sha256
+        return newest_sha(self.conn, identity) == sha256
 
     @contextmanager
     def transaction(self) -> Iterator[None]:

@@ -1,7 +1,8 @@
-"""Issue 13, low finding: listing a memory slot of thousands of files. A topic file's size is its
-rendering's, so `ls -l` renders every file; it must do so in a bounded number of queries, with each
-file's bytes exactly those it gets alone, and through a real mount every size `ls -l` shows is what
-`cat` then reads."""
+"""Issue 13, low finding: mounting over and listing a memory slot of thousands of files. A remount
+re-reads every host file: unchanged ones are duplicates and must not be extracted again. A topic
+file's size is its rendering's, so `ls -l` renders every file; it must do so in a bounded number of
+queries, each file's bytes exactly those it gets alone, and through a real mount every size `ls -l`
+shows is what `cat` then reads."""
 
 from __future__ import annotations
 
@@ -38,6 +39,24 @@ def ontology_with_notes(root, folder) -> Ontology:
     onto.ingest("note-100.md", memory("note-100", "host note 100", "- Service 2 restarts after 9 failures\n"),
                 Channel.CLI)
     return onto
+
+
+def test_a_remount_over_unchanged_files_extracts_nothing_and_a_file_back_to_old_bytes_is_a_new_version(
+        root, tmp_path, monkeypatch):
+    from ontology import ingest
+
+    folder = tmp_path / "memory"
+    onto = ontology_with_notes(root, folder)
+    (folder / "note-100.md").write_bytes(note(100))  # the host file: back to its first version's bytes
+    extracted: list[str] = []
+    plain_extract = ingest.extract
+    monkeypatch.setattr(ingest, "extract", lambda artifact: extracted.append(artifact.filename) or plain_extract(artifact))
+    results = ingest_host_files(onto, folder)
+    with onto.reader() as conn:
+        versions = conn.execute("SELECT max(version) FROM artifacts WHERE filename = 'note-100.md'").fetchone()[0]
+    onto.close()
+    assert results == FILES
+    assert extracted == ["note-100.md"] and versions == 3  # A -> B -> A: the graph follows the file
 
 
 def test_listing_many_topic_files_costs_few_queries_and_each_file_reads_as_it_would_alone(root, tmp_path):

@@ -13,6 +13,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from kgbridge.codex import hooks_status as codex_hooks_status
+from kgbridge.install import claude_hooks_status
 from kgbridge.detect import HTTP_TIMEOUT_S, Transport, backend_token, backend_url, detect, forget, http_get
 from kgbridge.project import Project, claude_home, vetoed
 from kgbridge.state import ProjectState, load_json_object, read_json
@@ -135,5 +136,6 @@ def status(project: Project, *, root: Path | None = None) -> dict[str, object]:
         **state.summary(),
         "last_delivery": utc_from_epoch(float(last["at"])) if "at" in last else None,  # type: ignore[arg-type]
         "backend": backend_health(backend_url(), backend_token()),
+        "claude_hooks": claude_hooks_status(project),
         "codex_hooks": codex_hooks_status(project.root),
     }

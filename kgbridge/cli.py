@@ -272,6 +272,15 @@ def install_hooks(claude: bool = typer.Option(False, "--claude", help="Claude Co
         apply(p, harness, uninstall=uninstall)
         if harness == Harness.CODEX and not uninstall:
             _trust_codex_hooks(proj.root, project_scope=not user, trust_project=trust_project)
+    if harness == Harness.CLAUDE and not uninstall:
+        from kgbridge.install import claude_hooks_status, enabled_plugin
+
+        carriers = claude_hooks_status(proj)
+        if carriers.startswith("installed "):
+            err.print(f"warning: kgbridge's hooks are {carriers}", markup=False, highlight=False, soft_wrap=True)
+        elif dry_run and enabled_plugin(proj):
+            err.print(f"warning: the {enabled_plugin(proj)} plugin already installs these hooks; with both, "
+                      f"every hook runs twice", markup=False, highlight=False, soft_wrap=True)
 
 
 def _trust_codex_hooks(root: Path, *, project_scope: bool, trust_project: bool) -> None:

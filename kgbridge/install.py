@@ -4,7 +4,8 @@ Invariants: other hooks and keys are never touched; our entries are recognised b
 `kgbridge-hook` command and replaced, so installing twice equals installing once; uninstall removes
 exactly our entries and restores `autoDreamEnabled` to what it was before the first install (the
 previous value is kept in the state directory). A settings file that is not a JSON object is
-refused, never overwritten.
+refused, never overwritten. `claude_hooks_status` says when the plugin and install-hooks both
+install them (every hook would run twice).
 """
 
 from __future__ import annotations
@@ -228,3 +229,41 @@ def apply(p: Plan, harness: Harness, *, uninstall: bool = False) -> None:
     if uninstall and str(p.path) in backups:
         backups.pop(str(p.path))
         atomic_write(backup_file, json.dumps(backups, indent=2).encode())
+
+
+PLUGIN = "kgbridge"  # the plugin's name in hooks/.claude-plugin/plugin.json (any marketplace)
+
+
+def _claude_settings(project: Project) -> list[Path]:
+    """Claude Code's settings files for this project, lowest precedence first."""
+    return [claude_home() / "settings.json", project.root / ".claude" / "settings.json",
+            project.root / ".claude" / "settings.local.json"]
+
+
+def enabled_plugin(project: Project) -> str | None:
+    """`kgbridge@<marketplace>` when Claude Code has the plugin enabled here (the last settings file
+    that says anything about it wins), else None."""
+    state: dict[str, bool] = {}
+    for path in _claude_settings(project):
+        plugins = read_json(path).get("enabledPlugins")
+        if isinstance(plugins, dict):
+            state.update({k: bool(v) for k, v in plugins.items() if str(k).split("@", 1)[0] == PLUGIN})
+    return next((name for name, on in state.items() if on), None)
+
+
+def settings_with_hooks(project: Project) -> list[Path]:
+    """Claude Code settings files that carry kgbridge's hooks (written by install-hooks)."""
+    return [path for path in _claude_settings(project) if MARKER in json.dumps(read_json(path).get("hooks", {}))]
+
+
+def claude_hooks_status(project: Project) -> str:
+    """One line for `kgbridge status`: who installs kgbridge's hooks for Claude Code here. Both the
+    plugin and install-hooks run every hook twice (deliveries are idempotent, the cost is not)."""
+    plugin, files = enabled_plugin(project), settings_with_hooks(project)
+    carriers = [f"plugin {plugin}"] * bool(plugin) + [str(path) for path in files]
+    if not carriers:
+        return "not installed (kgbridge install-hooks, or the plugin: see README)"
+    if len(carriers) == 1:
+        return carriers[0]
+    return (f"installed {len(carriers)} times, every hook runs {len(carriers)} times: {', '.join(carriers)}; keep one "
+            f"(`kgbridge install-hooks --uninstall [--user]`{' or `claude plugin uninstall ' + plugin + '`' if plugin else ''})")

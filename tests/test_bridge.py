@@ -350,3 +350,22 @@ def test_a_detached_stop_rescans_in_its_own_process_and_leaves_the_agents_group(
                        active.environ(), active.project, 60)
     assert done.stdout.strip() == b"True", done.stderr
     assert [p.name.split(".", 2)[-1] for p in drops(active.ingest)] == [path.name]
+
+
+def test_the_plugin_and_install_hooks_together_are_reported_and_warned_about(bridge):
+    assert bridge.status()["claude_hooks"].startswith("not installed")
+    bridge.claude.mkdir(exist_ok=True)
+    (bridge.claude / "settings.json").write_text(json.dumps({"enabledPlugins": {"kgbridge@kgbridge": True}}))
+    assert bridge.status()["claude_hooks"] == "plugin kgbridge@kgbridge"
+    dry = bridge.cli("install-hooks", "--dry-run")
+    assert dry.returncode == 0 and "plugin already installs these hooks" in dry.stderr
+    done = bridge.cli("install-hooks")
+    settings = bridge.project / ".claude" / "settings.json"
+    assert done.returncode == 0 and "every hook runs 2 times" in done.stderr and str(settings) in done.stderr
+    assert bridge.status()["claude_hooks"].startswith("installed 2 times, every hook runs 2 times: plugin kgbridge@kgbridge")
+    local = bridge.project / ".claude" / "settings.local.json"  # a project may switch the plugin off
+    local.write_text(json.dumps({"enabledPlugins": {"kgbridge@kgbridge": False}}))
+    assert bridge.status()["claude_hooks"] == str(settings)
+    local.unlink()
+    assert bridge.cli("install-hooks", "--uninstall").returncode == 0
+    assert bridge.status()["claude_hooks"] == "plugin kgbridge@kgbridge"

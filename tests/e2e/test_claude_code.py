@@ -106,6 +106,9 @@ def test_plugin_validates_installs_from_a_local_marketplace_and_its_hooks_captur
     assert claude_box.run(claude, "plugin", "marketplace", "add", str(REPO)).returncode == 0
     installed = claude_box.run(claude, "plugin", "install", "kgbridge@kgbridge")
     assert installed.returncode == 0, installed.stdout + installed.stderr
+    assert json.loads(claude_box.kg("status", "--json").stdout)["claude_hooks"] == "plugin kgbridge@kgbridge"
+    twice = claude_box.kg("install-hooks", "--dry-run")  # install-hooks on top would run every hook twice
+    assert twice.returncode == 0 and "plugin already installs these hooks" in twice.stderr
     serve(claude_box)
     activate(claude_box, install=False)
     debug = tmp_path / "claude-debug.log"

@@ -5,9 +5,11 @@ process: bench never imports the tests).
 Run: .venv/bin/python -m bench.agents [--runs 7] [--agent claude|codex|both]
 Each session makes five tool calls (two memory files, three source files) and ends. Runs alternate
 with / without hooks; reported: median session wall time each way and the difference (target
-<= 150 ms added per session), plus, for Claude Code, the hook time it logs itself (--debug-file), and
-how often Python started: one more session, not timed, with a `kgbridge-hook` on PATH that counts
-the payloads the sh gates let through (ADR 0010) before running the real one.
+<= 150 ms added per session), and what the agent waited on: Claude Code logs each synchronous hook's
+time itself (--debug-file); for Codex, which logs none, each hook run of a session is replayed
+through the installed command (`sh -c`, the real payloads; a source-file apply_patch is a memory one
+with `.md` made `.py`). Then how often Python started: one more session, not timed, with a
+`kgbridge-hook` on PATH that counts the payloads the sh gates let through (ADR 0010).
 Binaries from scripts/agents.sh (pinned); our packages byte-compiled first, as pip does.
 """
 
@@ -34,6 +36,9 @@ _HOOK_RUN = re.compile(r"Hooks: \S+ \[[^\n]*kgbridge-hook[^\n]*?\] (?:\(plugin \
                        r"(?:finished with|completed with|moved to the background)")
 _HOOK_MS = re.compile(r"Hooks: \S+ \[[^\n]*kgbridge-hook[^\n]*?\] (?:\(plugin \S+\) )?"
                       r"(?:finished|completed) with status \d+ \((\d+)ms\)")
+_HOOK_WAITED_MS = re.compile(r"Hooks: \S+ \[[^\n]*kgbridge-hook[^\n]*?\] (?:\(plugin \S+\) )?"
+                             r"finished with status \d+ \((\d+)ms\)")  # synchronous: the agent waited
+_CODEX_HOOK = re.compile(r"^hook: (\w+) Completed", re.M)  # what `codex exec` prints per hook run
 
 
 def memory_text(i: int) -> str:
@@ -110,7 +115,9 @@ def measure(agent: str, bin_dir: Path, runs: int) -> dict[str, float]:
             sessions: dict[str, list[dict]] = {}
             timings: dict[str, list[float]] = {"with": [], "without": []}
             hook_ms: list[float] = []
+            waited_ms: list[float] = []
             hook_runs: list[int] = []
+            fired: list[str] = []
             settings = box.project / (".claude/settings.json" if agent == "claude" else ".codex/hooks.json")
             for i in range(runs * 2 + 1):  # the first (with hooks) warms caches and is not counted
                 hooked = i % 2 == 0
@@ -131,21 +138,28 @@ def measure(agent: str, bin_dir: Path, runs: int) -> dict[str, float]:
                 if debug is not None:
                     log = debug.read_text()
                     hook_ms.append(sum(int(ms) for ms in _HOOK_MS.findall(log)))
+                    waited_ms.append(sum(int(ms) for ms in _HOOK_WAITED_MS.findall(log)))
                     hook_runs.append(len(_HOOK_RUN.findall(log)))
                 elif hooked:
-                    hook_runs.append(output.count(" Completed"))  # codex exec prints "hook: <event> Completed"
-            starts = python_starts(box, agent, script, sessions)
+                    fired = _CODEX_HOOK.findall(output)
+                    hook_runs.append(len(fired))
+            starts, payloads = python_starts(box, agent, script, sessions)
+            if agent == "codex":
+                waited_ms = [replayed_ms(box, settings, fired, payloads)]
         finally:
             fake.terminate()
             fake.wait(10)
     with_ms, without_ms = (statistics.median(timings[k]) * 1000 for k in ("with", "without"))
     return {"with_ms": with_ms, "without_ms": without_ms, "added_ms": with_ms - without_ms,
             "hook_ms_logged": statistics.median(hook_ms) if hook_ms else float("nan"),
+            "waited_ms": statistics.median(waited_ms) if waited_ms else float("nan"),
             "hook_runs": statistics.median(hook_runs) if hook_runs else float("nan"), "starts": starts}
 
 
-def python_starts(box: Sandbox, agent: str, script: Path, sessions: dict[str, list[dict]]) -> str:
-    """One more session (not timed) through a tracing kgbridge-hook: Python starts per event."""
+def python_starts(box: Sandbox, agent: str, script: Path, sessions: dict[str, list[dict]]) -> tuple[str, list[dict]]:
+    """One more session (not timed) through a tracing kgbridge-hook: Python starts per event, and
+    the payloads. The hooks are installed as before afterwards."""
+    plain_path = box.env["PATH"]
     log = box.trace_hook_starts()
     box.kg("install-hooks", *(["--codex", "--trust-project"] if agent == "codex" else []))
     for path in [*box.memory_dir.glob("*.md"), *box.project.glob("*.py")]:
@@ -154,8 +168,34 @@ def python_starts(box: Sandbox, agent: str, script: Path, sessions: dict[str, li
     script.write_text(json.dumps(sessions))
     box.session(agent, f"bench-{agent}-traced: go on", None)
     time.sleep(2)  # background hooks finish
-    events = [json.loads(line).get("hook_event_name", "?") for line in log.read_text().splitlines() if line.strip()]
-    return ", ".join(f"{e} {events.count(e)}" for e in dict.fromkeys(events)) or "none"
+    payloads = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    box.env["PATH"] = plain_path
+    box.kg("install-hooks", *(["--codex", "--trust-project"] if agent == "codex" else []))
+    events = [p.get("hook_event_name", "?") for p in payloads]
+    return ", ".join(f"{e} {events.count(e)}" for e in dict.fromkeys(events)) or "none", payloads
+
+
+def replayed_ms(box: Sandbox, settings: Path, fired: list[str], payloads: list[dict], runs: int = 5) -> float:
+    """The time a session's hook runs (`fired`, in order) keep the agent waiting: each installed
+    command run with `sh -c` on a real payload of its event, median of `runs`, summed."""
+    commands = {event: groups[0]["hooks"][0]["command"] for event, groups in json.loads(settings.read_text())["hooks"].items()}
+    memory = [p for p in payloads if p.get("hook_event_name") == "PostToolUse"]
+    total, used = 0.0, 0
+    for event in (e for e in fired if e in commands):
+        if event == "PostToolUse":
+            payload = json.dumps(memory[used]) if used < len(memory) else json.dumps(memory[0]).replace(".md", ".py")
+            used += 1
+        else:
+            payload = json.dumps(next(p for p in payloads if p.get("hook_event_name") == event))
+        times = []
+        for _ in range(runs):
+            start = time.perf_counter()
+            subprocess.run(["sh", "-c", commands[event]], input=payload, text=True, env=box.env, cwd=box.project,
+                           capture_output=True, check=True)
+            times.append(time.perf_counter() - start)
+        total += statistics.median(times)
+        time.sleep(0.3)  # let what it started in the background settle
+    return total * 1000
 
 
 def interpreter_ms(runs: int = 15) -> float:
@@ -180,13 +220,14 @@ def main() -> None:
     for package in ("kgbridge", "ontology", "projection"):
         compileall.compile_dir(REPO / package, quiet=1)
     print(f"| agent | sessions each way | median without hooks | median with hooks | added per session | "
-          f"hook time the agent logged | hook runs per session | Python started for | `python -c pass` now |\n"
-          f"|---|---|---|---|---|---|---|---|---|")
+          f"agent waited on hooks | hook time the agent logged | hook runs per session | Python started for | "
+          f"`python -c pass` now |\n|---|---|---|---|---|---|---|---|---|---|")
     for agent in (("claude", "codex") if args.agent == "both" else (args.agent,)):
         r = measure(agent, bin_dir, args.runs)
         logged = "n/a" if r["hook_ms_logged"] != r["hook_ms_logged"] else f"{r['hook_ms_logged']:.0f} ms"
         print(f"| {agent} | {args.runs} | {r['without_ms']:.0f} ms | {r['with_ms']:.0f} ms | "
-              f"{r['added_ms']:+.0f} ms | {logged} | {r['hook_runs']:.0f} | {r['starts']} | {interpreter_ms():.0f} ms |", flush=True)
+              f"{r['added_ms']:+.0f} ms | {r['waited_ms']:.0f} ms | {logged} | {r['hook_runs']:.0f} | {r['starts']} | "
+              f"{interpreter_ms():.0f} ms |", flush=True)
 
 
 if __name__ == "__main__":

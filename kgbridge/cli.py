@@ -272,6 +272,14 @@ def install_hooks(claude: bool = typer.Option(False, "--claude", help="Claude Co
         apply(p, harness, uninstall=uninstall)
         if harness == Harness.CODEX and not uninstall:
             _trust_codex_hooks(proj.root, project_scope=not user, trust_project=trust_project)
+    if not uninstall:
+        from kgbridge.activation import DEFAULT_URL
+        from kgbridge.detect import backend_token, backend_url
+        from kgbridge.install import mcp_instruction
+
+        console.print(f"MCP tools (kg_search, kg_concept, ...), not registered by install-hooks: "
+                      f"{mcp_instruction(harness, backend_url() or DEFAULT_URL, bool(backend_token()))}",
+                      markup=False, highlight=False, soft_wrap=True)
     if harness == Harness.CLAUDE and not uninstall:
         from kgbridge.install import claude_hooks_status, enabled_plugin
 

@@ -73,16 +73,19 @@ def run(args: list, deadline: float) -> None:
 
             worker.run(cwd, harness, rescan_first=True)
             return
-        from kgbridge.bounded import detach
+        try:
+            if event == "SessionStart":  # the projection as context when not mounted
+                from kgbridge import capture
 
-        detach([sys.executable, "-m", "kgbridge.hook", "--worker", cwd, "--harness", harness])
-        if event != "SessionStart":
-            return
-        from kgbridge import capture  # SessionStart only: the projection as context when not mounted
+                decision = capture.session_context(payload, harness,
+                                                   deadline - HOOK_DEADLINE_S + SESSION_START_DEADLINE_S)
+                if decision is not None:
+                    sys.stdout.write(json.dumps(decision))
+                    sys.stdout.flush()
+        finally:  # the rescan's interpreter starts after the context is out, not competing with it
+            from kgbridge.bounded import detach
 
-        decision = capture.session_context(payload, harness, deadline - HOOK_DEADLINE_S + SESSION_START_DEADLINE_S)
-        if decision is not None:
-            sys.stdout.write(json.dumps(decision))
+            detach([sys.executable, "-m", "kgbridge.hook", "--worker", cwd, "--harness", harness])
         return
     if event in ("PostToolUse", "PreToolUse") and not _may_touch_markdown(payload):
         return

@@ -267,3 +267,14 @@ def claude_hooks_status(project: Project) -> str:
         return carriers[0]
     return (f"installed {len(carriers)} times, every hook runs {len(carriers)} times: {', '.join(carriers)}; keep one "
             f"(`kgbridge install-hooks --uninstall [--user]`{' or `claude plugin uninstall ' + plugin + '`' if plugin else ''})")
+
+
+def mcp_instruction(harness: Harness, url: str, token: bool) -> str:
+    """The agent's own command that registers kgbridge's MCP server (ADR 0010: install-hooks prints it
+    and never runs it; the agent owns that configuration). A token is named, never printed."""
+    endpoint = f"{url.rstrip('/')}/mcp"
+    if harness == Harness.CODEX:
+        auth = " --bearer-token-env-var KG_TOKEN" if token else ""
+        return f"codex mcp add kgbridge --url {endpoint}{auth}"
+    auth = ' --header "Authorization: Bearer $KG_TOKEN"' if token else ""
+    return f"claude mcp add --transport http --scope user kgbridge {endpoint}{auth}"

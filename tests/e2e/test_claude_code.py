@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from pathlib import Path
 
 from support.agents import REPO, AgentSandbox, conversation, memory_file, wait_until
@@ -151,3 +152,16 @@ def test_claude_deleting_and_renaming_in_the_mounted_projection_is_recorded_and_
             claude_box.sources_of(DB_FACT)
     finally:
         claude_box.kg("unmount")
+
+
+def test_the_mcp_line_install_hooks_prints_registers_a_server_claude_reaches(claude_box, serve):
+    server = serve(claude_box)
+    claude_box.extra_env["KG_URL"] = server.url
+    assert claude_box.kg("activate").returncode == 0
+    printed = claude_box.kg("install-hooks").stdout
+    line = next(x for x in printed.splitlines() if "claude mcp add" in x)
+    command = shlex.split(line[line.index("claude mcp add"):])
+    added = claude_box.run(str(claude_box.bin / "claude"), *command[1:])
+    assert added.returncode == 0, added.stdout + added.stderr
+    listed = claude_box.run(str(claude_box.bin / "claude"), "mcp", "list")
+    assert re.search(rf"kgbridge: {re.escape(server.url)}/mcp \(HTTP\) - . Connected", listed.stdout), listed.stdout

@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import shlex
 
 import pytest
 
@@ -175,3 +176,18 @@ def test_codex_starts_python_only_for_a_memory_write_and_still_captures_it(codex
     posts = [s["tool_input"]["command"] for s in starts if s["hook_event_name"] == "PostToolUse"]
     assert len(posts) == 1 and note_name("gated") in posts[0] and "app.py" not in posts[0], posts
     assert {"SessionStart", "Stop"} <= {s["hook_event_name"] for s in starts}
+
+
+def test_the_mcp_line_install_hooks_prints_registers_the_server_with_codex(codex_box, serve):
+    server = serve(codex_box)
+    codex_box.extra_env.update({"KG_URL": server.url, "KG_TOKEN": "secret-token"})
+    printed = install(codex_box)
+    line = next(x for x in printed.splitlines() if "codex mcp add" in x)
+    assert "secret-token" not in printed  # the token is named, never printed
+    command = shlex.split(line[line.index("codex mcp add"):])
+    added = codex_box.run(str(codex_box.bin / "codex"), *command[1:])
+    assert added.returncode == 0, added.stdout + added.stderr
+    shown = codex_box.run(str(codex_box.bin / "codex"), "mcp", "get", "kgbridge", "--json")
+    entry = json.loads(shown.stdout)
+    assert entry["transport"]["url"] == f"{server.url}/mcp", shown.stdout
+    assert entry["transport"].get("bearer_token_env_var") == "KG_TOKEN", shown.stdout

@@ -8,8 +8,10 @@ with / without hooks; reported: median session wall time each way and the differ
 <= 150 ms added per session), and what the agent waited on: Claude Code logs each synchronous hook's
 time itself (--debug-file); for Codex, which logs none, each hook run of a session is replayed
 through the installed command (`sh -c`, the real payloads; a source-file apply_patch is a memory one
-with `.md` made `.py`). Then how often Python started: one more session, not timed, with a
-`kgbridge-hook` on PATH that counts the payloads the sh gates let through (ADR 0010).
+with `.md` made `.py`); the replay also gives those processes' CPU time (load inflates it far less
+than wall time) and the same with every command ungated, as before the gates (ADR 0010). Then how
+often Python started: one more session, not timed, with a `kgbridge-hook` on PATH that counts the
+payloads the sh gates let through.
 Binaries from scripts/agents.sh (pinned); our packages byte-compiled first, as pip does.
 """
 
@@ -20,6 +22,7 @@ import compileall
 import json
 import os
 import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -36,8 +39,8 @@ _HOOK_RUN = re.compile(r"Hooks: \S+ \[[^\n]*kgbridge-hook[^\n]*?\] (?:\(plugin \
                        r"(?:finished with|completed with|moved to the background)")
 _HOOK_MS = re.compile(r"Hooks: \S+ \[[^\n]*kgbridge-hook[^\n]*?\] (?:\(plugin \S+\) )?"
                       r"(?:finished|completed) with status \d+ \((\d+)ms\)")
-_HOOK_WAITED_MS = re.compile(r"Hooks: \S+ \[[^\n]*kgbridge-hook[^\n]*?\] (?:\(plugin \S+\) )?"
-                             r"finished with status \d+ \((\d+)ms\)")  # synchronous: the agent waited
+_HOOK_WAITED = re.compile(r"Hooks: ([A-Za-z]+)\S* \[[^\n]*kgbridge-hook[^\n]*?\] (?:\(plugin \S+\) )?"
+                          r"finished with status \d+ \((\d+)ms\)")  # synchronous: the agent waited
 _CODEX_HOOK = re.compile(r"^hook: (\w+) Completed", re.M)  # what `codex exec` prints per hook run
 
 
@@ -138,21 +141,33 @@ def measure(agent: str, bin_dir: Path, runs: int) -> dict[str, float]:
                 if debug is not None:
                     log = debug.read_text()
                     hook_ms.append(sum(int(ms) for ms in _HOOK_MS.findall(log)))
-                    waited_ms.append(sum(int(ms) for ms in _HOOK_WAITED_MS.findall(log)))
+                    waited = _HOOK_WAITED.findall(log)
+                    waited_ms.append(sum(int(ms) for _, ms in waited))
+                    fired = [event for event, _ in waited]
                     hook_runs.append(len(_HOOK_RUN.findall(log)))
                 elif hooked:
                     fired = _CODEX_HOOK.findall(output)
                     hook_runs.append(len(fired))
             starts, payloads = python_starts(box, agent, script, sessions)
-            if agent == "codex":
-                waited_ms = [replayed_ms(box, settings, fired, payloads)]
+            if agent == "codex" and "SessionEnd" not in fired and any(
+                    p.get("hook_event_name") == "SessionEnd" for p in payloads):
+                fired.append("SessionEnd")  # it runs (traced) after `codex exec` stopped printing
+            installed = {event: groups[0]["hooks"][0]["command"]
+                         for event, groups in json.loads(settings.read_text())["hooks"].items()}
+            replay_ms, replay_cpu_ms = replayed_ms(box, installed, fired, payloads)
+            # as before the gates (ADR 0010): every fired event starts kgbridge-hook and is waited on
+            ungated_ms, ungated_cpu_ms = replayed_ms(box, dict.fromkeys(installed, installed["SessionStart"]), fired,
+                                                     payloads)
+            if agent == "codex":  # Codex logs no hook times: the replay is the figure
+                waited_ms = [replay_ms]
         finally:
             fake.terminate()
             fake.wait(10)
     with_ms, without_ms = (statistics.median(timings[k]) * 1000 for k in ("with", "without"))
     return {"with_ms": with_ms, "without_ms": without_ms, "added_ms": with_ms - without_ms,
             "hook_ms_logged": statistics.median(hook_ms) if hook_ms else float("nan"),
-            "waited_ms": statistics.median(waited_ms) if waited_ms else float("nan"),
+            "waited_ms": statistics.median(waited_ms) if waited_ms else float("nan"), "waited_cpu_ms": replay_cpu_ms,
+            "ungated_ms": ungated_ms, "ungated_cpu_ms": ungated_cpu_ms,
             "hook_runs": statistics.median(hook_runs) if hook_runs else float("nan"), "starts": starts}
 
 
@@ -175,27 +190,34 @@ def python_starts(box: Sandbox, agent: str, script: Path, sessions: dict[str, li
     return ", ".join(f"{e} {events.count(e)}" for e in dict.fromkeys(events)) or "none", payloads
 
 
-def replayed_ms(box: Sandbox, settings: Path, fired: list[str], payloads: list[dict], runs: int = 5) -> float:
-    """The time a session's hook runs (`fired`, in order) keep the agent waiting: each installed
-    command run with `sh -c` on a real payload of its event, median of `runs`, summed."""
-    commands = {event: groups[0]["hooks"][0]["command"] for event, groups in json.loads(settings.read_text())["hooks"].items()}
+def replayed_ms(box: Sandbox, commands: dict[str, str], fired: list[str], payloads: list[dict],
+                runs: int = 5) -> tuple[float, float]:
+    """The time a session's waited-on hook runs (`fired`, in order) keep the agent waiting: each
+    installed command run with `sh -c` on a real payload of its event (a PreToolUse no gate let
+    through: the PostToolUse one renamed), median of `runs`, summed; and the CPU time of those
+    processes (what load does not inflate; what they leave in the background is not counted)."""
     memory = [p for p in payloads if p.get("hook_event_name") == "PostToolUse"]
-    total, used = 0.0, 0
+    total, cpu, used = 0.0, 0.0, 0
     for event in (e for e in fired if e in commands):
         if event == "PostToolUse":
             payload = json.dumps(memory[used]) if used < len(memory) else json.dumps(memory[0]).replace(".md", ".py")
             used += 1
         else:
-            payload = json.dumps(next(p for p in payloads if p.get("hook_event_name") == event))
-        times = []
+            seen = next((p for p in payloads if p.get("hook_event_name") == event), None)
+            payload = json.dumps(seen or {**(memory or payloads)[0], "hook_event_name": event})
+        times, cpus = [], []
         for _ in range(runs):
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
             start = time.perf_counter()
             subprocess.run(["sh", "-c", commands[event]], input=payload, text=True, env=box.env, cwd=box.project,
                            capture_output=True, check=True)
             times.append(time.perf_counter() - start)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpus.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+            time.sleep(0.3)  # let what it started in the background settle
         total += statistics.median(times)
-        time.sleep(0.3)  # let what it started in the background settle
-    return total * 1000
+        cpu += statistics.median(cpus)
+    return total * 1000, cpu * 1000
 
 
 def interpreter_ms(runs: int = 15) -> float:
@@ -220,13 +242,14 @@ def main() -> None:
     for package in ("kgbridge", "ontology", "projection"):
         compileall.compile_dir(REPO / package, quiet=1)
     print(f"| agent | sessions each way | median without hooks | median with hooks | added per session | "
-          f"agent waited on hooks | hook time the agent logged | hook runs per session | Python started for | "
-          f"`python -c pass` now |\n|---|---|---|---|---|---|---|---|---|---|")
+          f"agent waited on hooks | CPU of those hooks | the same ungated (wall / CPU) | hook time the agent logged | hook runs per session | Python started for | "
+          f"`python -c pass` now |\n|---|---|---|---|---|---|---|---|---|---|---|---|")
     for agent in (("claude", "codex") if args.agent == "both" else (args.agent,)):
         r = measure(agent, bin_dir, args.runs)
         logged = "n/a" if r["hook_ms_logged"] != r["hook_ms_logged"] else f"{r['hook_ms_logged']:.0f} ms"
         print(f"| {agent} | {args.runs} | {r['without_ms']:.0f} ms | {r['with_ms']:.0f} ms | "
-              f"{r['added_ms']:+.0f} ms | {r['waited_ms']:.0f} ms | {logged} | {r['hook_runs']:.0f} | {r['starts']} | "
+              f"{r['added_ms']:+.0f} ms | {r['waited_ms']:.0f} ms | {r['waited_cpu_ms']:.0f} ms | "
+              f"{r['ungated_ms']:.0f} / {r['ungated_cpu_ms']:.0f} ms | {logged} | {r['hook_runs']:.0f} | {r['starts']} | "
               f"{interpreter_ms():.0f} ms |", flush=True)
 
 

@@ -245,7 +245,7 @@ def test_install_hooks_round_trips_for_claude(bridge):
     assert _settings(settings) == once
     assert once["autoDreamEnabled"] is False and once["model"] == "opus"
     commands = [h["command"] for groups in once["hooks"].values() for g in groups for h in g["hooks"]]
-    assert "lint.sh" in commands and sum("kgbridge-hook" in c for c in commands) == 11  # file tools: one group each
+    assert "lint.sh" in commands and sum("kgbridge-hook" in c for c in commands) == 12  # file tools: one group each; Bash PreToolUse
     assert {"SessionStart", "PostToolUse", "Stop", "SubagentStop", "PreCompact", "SessionEnd"} <= set(once["hooks"])
     assert bridge.cli("install-hooks", "--uninstall").returncode == 0
     assert _settings(settings) == original

@@ -5,7 +5,11 @@ version, a tombstone and a rebuild."""
 
 from __future__ import annotations
 
+import json
+import os
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 from conftest import FIXTURES, graph_snapshot
@@ -146,3 +150,19 @@ def test_a_rebuild_regenerates_the_same_updates(onto):
     assert len(before) == len(SELF_STATED) + len(SUPERSEDED)
     onto.rebuild()
     assert dump() == before
+
+
+def test_kgbridge_show_says_what_superseded_an_older_claim(root: Path):
+    onto = Ontology(root, "claims", create=True)
+    _ingest(onto)
+    onto.close()
+    done = subprocess.run([sys.executable, "-m", "kgbridge.cli", "show", "project-hosting", "--root", str(root),
+                           "--ontology", "claims"], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "COLUMNS": "400"})
+    assert done.returncode == 0, done.stderr
+    assert f"superseded by “{REVISION}” (memory:" in done.stdout and "project_hosting_now.md" in done.stdout
+    assert "old-value:not" in done.stdout
+    shown = subprocess.run([sys.executable, "-m", "kgbridge.cli", "show", "project-hosting", "--json", "--root",
+                            str(root), "--ontology", "claims"], capture_output=True, text=True, timeout=120)
+    stale = next(a for a in json.loads(shown.stdout)["assertions"] if a["text"] == STALE)
+    assert [u["by"] for u in stale["superseded_by"]] == [REVISION]  # what MCP kg_concept returns too

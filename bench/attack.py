@@ -1,6 +1,7 @@
 """The hostile-input catalogue of issue 13, re-run against a real `kgbridge serve` (loopback only,
 every loop bounded): Host/Origin variants, bad and poison inputs, idle and slow connections, FIFOs,
-a sparse giant, a chunked endless upload, a held writer, and kill -9 during drop bursts.
+a sparse giant, a chunked endless upload, a held writer, odd routes and methods, and kill -9 during
+drop bursts.
 
 Run: .venv/bin/python -m bench.attack [--kill-rounds 5] [--burst 400]
 Prints one line per attack with its counts; figures go to docs/RELIABILITY.md.
@@ -91,6 +92,30 @@ def bad_inputs(server: ServerProcess, root: Path) -> None:
     print(f"bad inputs: {len(codes)} over HTTP -> 5xx {sum(c >= 500 for c in codes)}, codes {sorted(set(codes))}; "
           f"drop dir drained, kept reasons {len(list((ingest.parent / 'rejected').glob('*.reason.json')))}, "
           f"health {health['status']}, degraded {health['degraded_writers']}")
+
+
+ODD_REQUESTS = [("GET", "/"), ("GET", "/nope"), ("GET", "/mcp/x"), ("GET", "/ontologies/shop/../../../etc/passwd"),
+                ("GET", "//health"), ("GET", "/health/"), ("GET", "/%2e%2e/%2e%2e/etc/passwd"), ("DELETE", "/health"),
+                ("PUT", "/ingest"), ("PATCH", "/ontologies/shop"), ("GET", "/ontologies/shop/concepts/%00"),
+                ("GET", "/ontologies/shop/search?q=" + "x" * 8000), ("TRACE", "/health")]
+
+
+def odd_routes(server: ServerProcess) -> None:
+    """Unknown routes, methods and paths: every answer in the JSON error shape, never a 5xx."""
+    shapeless, server_errors = [], 0
+    with httpx.Client(base_url=server.url, timeout=30) as client:
+        for method, path in ODD_REQUESTS:
+            response = client.request(method, path)
+            server_errors += response.status_code >= 500
+            if response.status_code >= 400:
+                try:
+                    ok = set(response.json()) == {"error", "detail"}
+                except ValueError:
+                    ok = False
+                if not ok:
+                    shapeless.append(f"{method} {path[:40]} {response.status_code}")
+    print(f"odd routes: {len(ODD_REQUESTS)} requests -> 5xx {server_errors}, refusals not in the error shape "
+          f"{len(shapeless)} {shapeless}")
 
 
 def idle_and_slow(server: ServerProcess, n: int) -> None:
@@ -223,6 +248,7 @@ def main() -> None:
         with ServerProcess(root) as server:
             hosts_and_origins(server)
             bad_inputs(server, root)
+            odd_routes(server)
             idle_and_slow(server, args.idle)
             fifos_sparse_chunked(server, root)
             held_writer(server, root)

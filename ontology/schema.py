@@ -145,6 +145,15 @@ CREATE VIRTUAL TABLE IF NOT EXISTS assertions_cjk USING fts5(text, tokenize='tri
 """
 
 
+def _schema_version(conn: sqlite3.Connection) -> str | None:
+    """The version a graph file was written with; None for a new (empty) file."""
+    try:
+        row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+    except sqlite3.OperationalError:  # no meta table: nothing was written yet
+        return None
+    return row[0] if row else None
+
+
 class SchemaMismatch(RuntimeError):
     """The database was written by another schema version; rebuild it from the archive."""
 
@@ -167,13 +176,15 @@ def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
         # The writer's page cache holds the hot index pages (LSH, keys) instead of re-reading them
         # from the OS on every lookup: 13 % faster ingest at 5k artifacts than SQLite's 2 MiB default.
         conn.execute(f"PRAGMA cache_size=-{WRITER_CACHE_KIB}")
-        conn.executescript(DDL)
-        row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-        if row is None:
-            conn.execute("INSERT INTO meta(key, value) VALUES('schema_version', ?)", (str(SCHEMA_VERSION),))
-        elif int(row[0]) != SCHEMA_VERSION:
+        # The version first: this DDL run over another version's tables can fail (an index on a column
+        # they lack), and such a file must be rebuilt from the archive, not refuse every write.
+        found = _schema_version(conn)
+        if found is not None and found != str(SCHEMA_VERSION):
             conn.close()
-            raise SchemaMismatch(f"{path} has schema {row[0]}, expected {SCHEMA_VERSION}; run kgbridge rebuild")
+            raise SchemaMismatch(f"{path} has schema {found}, expected {SCHEMA_VERSION}; run kgbridge rebuild")
+        conn.executescript(DDL)
+        if found is None:
+            conn.execute("INSERT OR IGNORE INTO meta(key, value) VALUES('schema_version', ?)", (str(SCHEMA_VERSION),))
     conn.row_factory = sqlite3.Row
     conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
     return conn

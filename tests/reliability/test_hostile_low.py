@@ -61,3 +61,31 @@ def test_rejected_dir_stays_bounded_newest_kept_and_a_big_input_kept_as_a_prefix
     assert not any(name.endswith("empty-00.md") for name in kept)
     big = next(p for p in rejected.iterdir() if p.name.endswith("-big.md"))
     assert big.stat().st_size == archive.PREFIX_BYTES
+
+
+def test_a_graph_written_by_another_schema_is_rebuilt_even_when_the_new_ddl_cannot_run_on_it(root):
+    """An upgrade: the old graph's tables lack columns the new schema indexes. Running the new DDL on
+    it first failed ("no such column") before the version was read, so every write failed for good."""
+    import re
+    import sqlite3
+
+    from ontology import schema
+
+    onto = Ontology(root, "shop", create=True)
+    onto.ingest("a.md", memory("a", "one", "- Service a listens on port 8001"), Channel.CLI)
+    onto.close()
+    database = onto.paths.database
+    for suffix in ("", "-wal", "-shm"):
+        database.with_name(database.name + suffix).unlink(missing_ok=True)
+    old = sqlite3.connect(database)  # every table of another shape, as an older version left them
+    for table in re.findall(r"CREATE TABLE IF NOT EXISTS (\w+)\(", schema.DDL):
+        old.execute(f"CREATE TABLE {table}(key TEXT, value TEXT)" if table == "meta" else f"CREATE TABLE {table}(x)")
+    old.execute("INSERT INTO meta VALUES('schema_version', ?)", (str(schema.SCHEMA_VERSION - 1),))
+    old.commit()
+    old.close()
+    onto = Ontology(root, "shop")
+    result = onto.ingest("b.md", memory("b", "two", "- Service b listens on port 8002"), Channel.CLI)
+    with onto.reader() as conn:
+        files = sorted(r[0] for r in conn.execute("SELECT filename FROM artifacts"))
+    onto.close()
+    assert result.status.value == "new" and files == ["a.md", "b.md"]

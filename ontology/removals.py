@@ -73,14 +73,17 @@ _REMOVAL_ANY = re.compile(
     r"\b(?:remov\w*|delet\w*|drop\w*|entfern\w*|lösch\w*|gelösch\w*|elimin\w*|borr\w*|supprim\w*|"
     r"kill\w*|disabled?|abandon\w*|deprecat\w*|retir\w*)\b|删|移除|停掉|弃|退役|下线|停用|淘汰|削除|廃止|삭제|제거|폐기|중단",
     re.IGNORECASE)
-# A mention in an iteration log ("Iter 1: …", "Phase 2 DONE: …") or beside a migration arrow records
-# a past or passing state, not a use.
-_RECORD = re.compile(r"^\W*(?:iter(?:ation)?|phase|step|stage|wave|sprint|round|milestone)\s*\d|→|->|⇒|=>", re.IGNORECASE)
+# A mention in an iteration log ("Iter 1: …", "Phase 2 DONE: …") records a past or passing state, not a use.
+_RECORD = re.compile(r"^\W*(?:iter(?:ation)?|phase|step|stage|wave|sprint|round|milestone)\s*\d", re.IGNORECASE)
+# A migration arrow beside an identifier ("`a` → `b`", "a.py→b.py") makes that mention a change, not a
+# use; an arrow elsewhere in the clause is a flow ("reads `x` … BSR→report→LINE") and says nothing of it.
+_ARROW = re.compile(r"→|->|⇒|=>")
+ARROW_REACH = 4  # characters on either side of the identifier
 # Words that make a mention historical or a migration, so it is not a statement of use.
 _HISTORY = re.compile(
     r"\b(?:was|were|previously|formerly|used to|replaced|replaces|instead|legacy|deprecated|obsolete|old|"
     r"migrated|retired|früher|ehemals|ersetzt|anciennement|remplacé|antes|reemplazad[oa])\b"
-    r"|→|->|⇒|=>|旧|以前|之前|原来|曾|替代|取代|替换|改为|改用|이전|기존|대체|폐지|以前の|置き換", re.IGNORECASE)
+    r"|旧|以前|之前|原来|曾|替代|取代|替换|改为|改用|이전|기존|대체|폐지|以前の|置き換", re.IGNORECASE)
 
 
 def _identifier(span: str) -> str | None:
@@ -178,8 +181,10 @@ def identifier_stances(text: str, polarity: int) -> tuple[tuple[str, IdentifierS
             continue
         for clause in _clauses(unit):
             if not _HISTORY.search(clause):
-                for ident in _identifiers(clause):
-                    out.setdefault(ident, IdentifierStance.IN_USE)
+                for start, end, idents in _occurrences(clause):
+                    if not _ARROW.search(clause[max(0, start - ARROW_REACH):end + ARROW_REACH]):
+                        for ident in idents:
+                            out.setdefault(ident, IdentifierStance.IN_USE)
     return tuple(out.items())
 
 

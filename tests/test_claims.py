@@ -175,3 +175,13 @@ def test_a_deleted_file_takes_its_mentions_out_of_the_dispute_and_a_restore_brin
     usage = (CLAIMS / "removals" / "project_cli_usage.md").read_bytes()
     assert onto.ingest("project_cli_usage.md", usage, Channel.CLI).status.value == "new"
     assert _in_use(onto) == REMOVED_VS_IN_USE
+
+
+def test_a_flow_arrow_elsewhere_leaves_a_use_and_an_arrow_beside_the_identifier_is_a_change():
+    from ontology.removals import IdentifierStance, identifier_stances
+
+    flow = "22:00 nightly push — `jobs/nightly_digest.py` reads the watchlist, builds the report→sends to LINE"
+    assert dict(identifier_stances(flow, 1)).get("nightly_digest") is IdentifierStance.IN_USE
+    for change in ("Renamed `old_digest` → `nightly_digest`", "moved `jobs/old_digest.py`→`jobs/nightly_digest.py`"):
+        assert "old_digest" not in dict(identifier_stances(change, 1)), change
+    assert "old_digest" not in dict(identifier_stances("Iter 2: `old_digest` wired in", 1))  # an iteration log

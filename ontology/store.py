@@ -29,6 +29,9 @@ from ontology.neardup import NearDuplicateIndex
 # Which concept owns an assertion that several concepts state: a memory file over a document over a
 # ledger section, so a topic file shows what its own memory says.
 _OWNER_RANK = {"section": 1, "ledger": 1, "document": 2}
+# Rows of one subject read to derive its supersessions: the newest this many (bounded work per ingest
+# however often a subject is restated, e.g. a version in every ledger entry).
+MAX_SUBJECT_ROWS = 400
 # Key prefix of the derived "`x` is in use" assertions: no extracted proposition key starts with it.
 _IN_USE_KEY = "\x00in-use\x00"
 
@@ -361,18 +364,19 @@ class GraphWriter:
         of every subject it said something about before or says now, in both directions: the result
         depends on the index only, not on which source arrived first. None withdraws it all."""
         conn = self.conn
-        subjects = {r[0] for r in conn.execute("SELECT DISTINCT subject FROM timed_facts WHERE source_id=?",
-                                               (source_id,))}
+        before = conn.execute("SELECT subject, kind, extra FROM timed_facts WHERE source_id=?", (source_id,)).fetchall()
+        subjects = {r[0] for r in before}
         if not additive:
             conn.execute("DELETE FROM timed_facts WHERE source_id=?", (source_id,))
         rows = _timed_rows(source_id, extraction, statement_ids, owner) if extraction is not None else []
         conn.executemany("INSERT INTO timed_facts(subject, kind, value, date, upgrade, source_id, assertion_id, owner, "
                          "text, hook, extra) VALUES(?,?,?,?,?,?,?,?,?,?,?)", rows)
         subjects.update(r[0] for r in rows)
-        if any(r[1] == "summary" for r in rows) or any(s.startswith(FILE_SUBJECT) for s in subjects):
-            # A summary may be (or have been) the successor another file's marker names.
-            subjects.update(r[0] for r in conn.execute(
-                "SELECT DISTINCT subject FROM timed_facts WHERE kind='marker' AND extra != ''"))
+        summaries = [r[2] for r in before if r[1] == "summary"] + [str(r[10]) for r in rows if r[1] == "summary"]
+        if summaries:  # this file's summary may be (or have been) the successor another file's marker names
+            subjects.update(subject for subject, phrase in conn.execute(
+                "SELECT DISTINCT subject, extra FROM timed_facts WHERE kind='marker' AND extra != ''")
+                if any(timeline.successor_matches(phrase, text) for text in summaries))
         for subject in sorted(subjects):
             self._supersede(subject, artifact_id)
 
@@ -382,7 +386,7 @@ class GraphWriter:
         conn.execute("DELETE FROM updates WHERE subject=?", (subject,))
         said = [Said(r[0], r[1], r[2], bool(r[3]), r[4], r[5], r[6], r[7], bool(r[8]), r[9]) for r in conn.execute(
             "SELECT kind, value, date, upgrade, source_id, assertion_id, owner, text, hook, extra FROM timed_facts "
-            "WHERE subject=? ORDER BY rowid", (subject,))]
+            "WHERE subject=? ORDER BY rowid DESC LIMIT ?", (subject, MAX_SUBJECT_ROWS))][::-1]
         if not said:
             return
         if subject.startswith(FILE_SUBJECT):

@@ -448,21 +448,17 @@ def _claim_supersedes(newer: Said, older: Said) -> bool:
         and older.value == Status.PENDING.name.lower()
 
 
-def _newest(candidates: list[Said]) -> Said | None:
-    """The candidate no other candidate supersedes (the lowest assertion id among equals)."""
-    top = [c for c in candidates if not any(_claim_supersedes(o, c) for o in candidates)]
-    return min(top, key=lambda s: (s.assertion or 0, s.source)) if top else None
-
-
 def value_updates(said: list[Said]) -> list[tuple[Said, Said, Rule]]:
     """(newer, older, rule) over everything said about one subject: a claim superseded by the newest
     claim that replaces it; an index line's count, metric or item status by its own file's value."""
     claims = [s for s in said if not s.hook and s.assertion is not None]
     out: list[tuple[Said, Said, Rule]] = []
+    # The newest claims (none supersedes them), once: O(n²) per subject, never O(n³).
+    top = [c for c in claims if not any(_claim_supersedes(o, c) for o in claims)]
     for older in claims:
-        newest = _newest([c for c in claims if _claim_supersedes(c, older)])
-        if newest is not None:
-            out.append((newest, older, Rule.VALUE))
+        newest = [c for c in top if _claim_supersedes(c, older)]
+        if newest:
+            out.append((min(newest, key=lambda s: (s.assertion or 0, s.source)), older, Rule.VALUE))
     for hook in (s for s in said if s.hook and s.kind != FactKind.VERSION.value):
         own = [c for c in claims if c.owner == hook.owner and c.kind == hook.kind]
         values = {c.value for c in own}

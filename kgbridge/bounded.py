@@ -35,6 +35,11 @@ class TooLarge(OSError):
     """A regular file over the size cap (a 600 MB sparse file is one): never read it."""
 
 
+class StillChanging(OSError):
+    """Written moments ago or while being read: a write in progress (truncate, then write) read in
+    between is content nobody wrote."""
+
+
 def call_bounded(fn: Callable[[], object], timeout: float) -> object:
     """`fn()` in a forked child; its JSON-serializable result, `ChildFailed`, or `TimedOut`."""
     if timeout <= 0:
@@ -109,10 +114,11 @@ def alarm(seconds: float) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
-def read_regular(path: os.PathLike[str] | str, limit: int) -> bytes:
+def read_regular(path: os.PathLike[str] | str, limit: int, *, quiet_s: float = 0.0) -> bytes:
     """The bytes of a regular file of at most `limit` bytes. Opened with O_NONBLOCK (a FIFO never
     blocks the open) and O_NOFOLLOW (a symlink is not followed); anything else raises `NotRegular`,
-    anything larger `TooLarge`, before a byte is read."""
+    anything larger `TooLarge`, before a byte is read. With `quiet_s`, a file modified less than that
+    long ago, or during the read, raises `StillChanging`."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
     try:
         info = os.fstat(fd)
@@ -120,6 +126,8 @@ def read_regular(path: os.PathLike[str] | str, limit: int) -> bytes:
             raise NotRegular(0, "not a regular file", str(path))
         if info.st_size > limit:
             raise TooLarge(0, f"{info.st_size} bytes, over the {limit}-byte artifact limit", str(path))
+        if quiet_s and abs(time.time() - info.st_mtime) < quiet_s:
+            raise StillChanging(0, "modified moments ago", str(path))
         chunks, size = [], 0
         while True:
             chunk = os.read(fd, min(1 << 20, limit + 1 - size))
@@ -129,22 +137,40 @@ def read_regular(path: os.PathLike[str] | str, limit: int) -> bytes:
             size += len(chunk)
             if size > limit:  # grew since fstat
                 raise TooLarge(0, f"over the {limit}-byte artifact limit", str(path))
+        if quiet_s:
+            after = os.fstat(fd)
+            if size != info.st_size or (after.st_mtime_ns, after.st_size) != (info.st_mtime_ns, info.st_size):
+                raise StillChanging(0, "modified while being read", str(path))
         return b"".join(chunks)
     finally:
         os.close(fd)
 
 
-def detach(argv: list[str]) -> None:
-    """fork + exec `argv` in its own session with stdio on /dev/null; returns at once. The child
-    survives the harness tearing down the hook's process group, and nothing waits on it."""
-    if os.fork() != 0:
-        return
+def _inherited_fds() -> list[int]:
+    """Descriptors a child would inherit besides stdio (not close-on-exec): the harness's, if any."""
+    import fcntl  # lazily: only a detach pays for it
+
     try:
-        os.setsid()
-        null = os.open(os.devnull, os.O_RDWR)
-        for fd in (0, 1, 2):
-            os.dup2(null, fd)
-        os.closerange(3, 1024)
-        os.execv(argv[0], argv)
-    finally:
-        os._exit(0)
+        names = os.listdir("/proc/self/fd")
+    except OSError:
+        return []
+    inherited = []
+    for name in names:
+        fd = int(name)
+        try:
+            if fd > 2 and not fcntl.fcntl(fd, fcntl.F_GETFD) & fcntl.FD_CLOEXEC:
+                inherited.append(fd)
+        except OSError:
+            continue  # the listing's own descriptor, closed by now
+    return inherited
+
+
+def detach(argv: list[str]) -> None:
+    """Start `argv` in its own session with stdio on /dev/null and nothing else inherited; returns
+    at once and never waits on the child. `posix_spawn` (vfork + exec) rather than fork: by the time
+    it returns, the child is already a fresh process holding none of our descriptors, so the
+    harness, which reads the hook's stdout to its end, sees that end when the hook exits, not when a
+    forked copy of the hook is next scheduled and gets round to closing it (bench/hook.py)."""
+    actions = [(os.POSIX_SPAWN_OPEN, fd, os.devnull, os.O_RDWR, 0) for fd in (0, 1, 2)]
+    actions += [(os.POSIX_SPAWN_CLOSE, fd) for fd in _inherited_fds()]
+    os.posix_spawn(argv[0], argv, os.environ, file_actions=actions, setsid=True)

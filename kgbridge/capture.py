@@ -3,7 +3,7 @@
 A PostToolUse on a memory file reads it (regular files under the artifact limit only) and hands it
 to the outbox, or drops it straight into a local drop directory when nothing waits ahead of it;
 the network is only ever touched by the detached worker (one per project) or `kgbridge flush`.
-Everything the hook itself does that could block runs under its one deadline. Never reads our own
+The hook itself waits on nothing outside the process (SessionStart's context aside). Never reads our own
 projection back, and never touches a path behind a FUSE mount outside a bounded child. For Codex,
 its own memory store (`memory_summary.md`, ad-hoc notes) is captured too, and its memory agent ignored.
 """
@@ -19,7 +19,7 @@ from collections import namedtuple
 from pathlib import Path
 
 from kgbridge import forgetting
-from kgbridge.bounded import TimedOut, call_bounded, detach, read_regular
+from kgbridge.bounded import StillChanging, TimedOut, call_bounded, detach, read_regular
 from kgbridge.deliver import DrainReport, Outcome, SendOutcome, drain, enqueue, registry_key, send, write_drop
 from kgbridge.detect import Detection, Transport, backend_token, behind_fuse, detect
 from kgbridge.project import Harness, Project, codex_memories, resolve, vetoed
@@ -31,6 +31,12 @@ from projection.mounts import fuse_mounts
 # Reading a topic file through a healthy projection mount takes milliseconds; the worker and
 # `flush` (not the hook) allow a busy daemon this long before trying again later.
 EDIT_READ_TIMEOUT_S = 2.0
+# A rescan takes a file only once it has been quiet this long. An agent's Write truncates, then
+# writes: a rescan reading in between delivered an empty version nobody wrote (bench/hook.py: 16
+# drops for 15 writes). A file still changing waits for the next round, at most QUIET_ROUNDS of
+# them (the worker or `flush` waits, never a hook); its own PostToolUse delivers it meanwhile.
+QUIET_S = 0.5
+QUIET_ROUNDS = 4
 
 WRITE_TOOLS = frozenset({"Write", "Edit", "MultiEdit"})
 _PATCH_HEADER = re.compile(r"^\*\*\* (Add File|Update File|Delete File|Move to): (.+?)\s*$", re.MULTILINE)
@@ -152,12 +158,15 @@ def codex_memory_listing() -> tuple[list[Path], frozenset[str] | None] | None:
         None if notes is not None else frozenset({CODEX_SUMMARY})
 
 
-def read_artifact(path: Path) -> bytes | None:
-    """A memory file's bytes, or None (logged) for a FIFO, symlink, device, or one over the limit."""
+def read_artifact(path: Path, quiet_s: float = 0.0) -> bytes | None:
+    """A memory file's bytes, or None (logged) for a FIFO, symlink, device, or one over the limit.
+    With `quiet_s`, raises StillChanging for a file written moments ago (kgbridge.bounded)."""
     try:
-        return read_regular(path, MAX_ARTIFACT_BYTES)
+        return read_regular(path, MAX_ARTIFACT_BYTES, quiet_s=quiet_s)
     except FileNotFoundError:
         return None
+    except StillChanging:
+        raise
     except OSError as exc:
         log(f"skipped {os.fsencode(path).decode('utf-8', 'replace')}: {exc.strerror or exc}")
         return None
@@ -210,13 +219,15 @@ def forget_vanished(state: ProjectState, files: list[Path], delivered: Delivered
     return moved | withheld
 
 
-def remember(state: ProjectState, name: str, data: bytes, folder: forgetting.Folder) -> None:
-    """A memory file handed over by the hook: the rescan will know if it is gone by then. Best effort
-    and lock-free (the hook never waits on the worker): a lost update only means the next rescan
-    learns the file itself."""
+def remember(state: ProjectState, files: dict[str, bytes], folder: forgetting.Folder) -> None:
+    """Memory files of one folder handed over by the hook (name -> bytes), in one write: the rescan
+    will know if they are gone by then. Best effort and lock-free (the hook never waits on the
+    worker): a lost update only means the next rescan learns the file itself."""
+    if not files:
+        return
     try:
         known = forgetting.KnownFiles(state, folder)
-        known.files[name] = forgetting.fingerprint(data)
+        known.files.update((name, forgetting.fingerprint(data)) for name, data in files.items())
         known.save()
     except OSError:
         pass
@@ -225,7 +236,23 @@ def remember(state: ProjectState, name: str, data: bytes, folder: forgetting.Fol
 def rescan(project: Project, detection: Detection, harness: str = Harness.CLAUDE) -> DrainReport:
     """Drain the outbox, then queue every memory file and ledger entry not yet settled and drain
     again. When the outbox cannot be written, each new artifact gets one direct attempt instead,
-    and what is not delivered stays in its directory for the next rescan."""
+    and what is not delivered stays in its directory for the next rescan. A file still being
+    written is taken in a later round, once it has been quiet for QUIET_S."""
+    report, changing = _rescan_round(project, detection, harness)
+    for _ in range(QUIET_ROUNDS):
+        if not changing:
+            break
+        time.sleep(QUIET_S)
+        again, changing = _rescan_round(project, detection, harness)
+        report = DrainReport(report.delivered + again.delivered, report.refused + again.refused, again.waiting,
+                             again.stopped)
+    if changing:
+        log(f"still being written, left to their next hook or rescan: {', '.join(sorted(changing))}")
+    return report
+
+
+def _rescan_round(project: Project, detection: Detection, harness: str) -> tuple[DrainReport, set[str]]:
+    """One rescan; also the names of the files skipped because they were still changing."""
     state = ProjectState(project.slug)
     stuck = apply_pending_edits(project, EDIT_READ_TIMEOUT_S)
     with state.lock():
@@ -254,9 +281,13 @@ def rescan(project: Project, detection: Detection, harness: str = Harness.CLAUDE
                 sources += [("memory", p) for p in files if p.name not in not_sent]
             else:
                 sources += [("memory", p) for p in codex_memory_files()]
-        direct, unsent, problem = 0, 0, None
+        direct, unsent, problem, changing = 0, 0, None, set()
         for kind, path in sources:
-            data = read_artifact(path)
+            try:
+                data = read_artifact(path, QUIET_S)
+            except StillChanging:
+                changing.add(os.fsencode(path.name).decode("utf-8", "replace"))
+                continue
             if data is None:
                 continue
             try:
@@ -281,7 +312,7 @@ def rescan(project: Project, detection: Detection, harness: str = Harness.CLAUDE
         except StateUnusable as exc:
             second = DrainReport(0, 0, 0, str(exc))
     return DrainReport(first.delivered + second.delivered + direct, first.refused + second.refused,
-                       second.waiting + unsent, problem or second.stopped or stuck)
+                       second.waiting + unsent, problem or second.stopped or stuck), changing
 
 
 def local_drop_dir(project: Project) -> Path | None:
@@ -304,23 +335,10 @@ def hand_over(state: ProjectState, drop_dir: Path | None, kind: str, name: str, 
     if key in delivered:
         return Outcome.SEEN
     if drop_dir is not None:
-        try:
-            empty = not state.outbox_items()
-        except StateUnusable:
-            empty = True  # nothing can wait there anyway: dropping now loses nothing
-        if empty:
-            try:
-                write_drop(drop_dir, drop_name(kind, data, name), data)
-            except OSError:
-                pass  # a full or read-only knowledge disk: the outbox keeps it
-            else:
-                delivered.add(key)
-                try:
-                    state.record_delivered(key, Transport.DIR)
-                    state.mark_known()
-                except OSError as exc:
-                    log(f"delivered {name} but could not record it ({exc.strerror or exc}); a rescan may resend it")
-                return Outcome.DELIVERED
+        outcome = _drop_now(state, drop_dir, kind, name, data, key)
+        if outcome is not None:
+            delivered.add(key)
+            return outcome
     try:
         enqueue(state, kind, name, data, delivered)
     except OSError as exc:
@@ -330,7 +348,38 @@ def hand_over(state: ProjectState, drop_dir: Path | None, kind: str, name: str, 
     return Outcome.OUTBOX
 
 
-def spawn_worker(cwd: str, harness: str, *, rescan_first: bool = False) -> None:
+def _drop_now(state: ProjectState, drop_dir: Path, kind: str, name: str, data: bytes, key: str) -> Outcome | None:
+    """Drop into the local drop directory when that keeps order and sends once: nothing waits in the
+    outbox ahead of it, and no drain is running that could send the same content meanwhile (a Stop
+    rescan reads the same file). Under the drain lock, taken only if free this instant, the registry
+    is read again and the drop and its registry line are one step to any rescan. None: queue it."""
+    with state.try_lock() as mine:
+        if not mine:
+            return None  # a drain is running: the outbox keeps it, and that drain (or the next) sends it once
+        try:
+            if state.outbox_items():
+                return None
+        except StateUnusable:
+            pass  # nothing can wait there anyway: dropping now loses nothing
+        if key in state.delivered():
+            return Outcome.SEEN  # a rescan sent this very content since the hook looked
+        try:
+            write_drop(drop_dir, drop_name(kind, data, name), data)
+        except OSError:
+            return None  # a full or read-only knowledge disk: the outbox keeps it
+        try:
+            state.record_delivered(key, Transport.DIR)
+            state.mark_known()
+        except OSError as exc:
+            log(f"delivered {name} but could not record it ({exc.strerror or exc}); a rescan may resend it")
+        return Outcome.DELIVERED
+
+
+def spawn_worker(cwd: str, harness: str, *, rescan_first: bool = False, state: ProjectState | None = None) -> None:
+    """Start the detached worker; a drain is not started when `state` shows one already running
+    (it delivers what this hook queued: it looks at the outbox again before it exits)."""
+    if not rescan_first and state is not None and state.worker_running():
+        return
     detach([sys.executable, "-m", "kgbridge.hook", "--worker" if rescan_first else "--drain", cwd, "--harness", harness])
 
 
@@ -345,7 +394,8 @@ def capture_files(project: Project, paths: list[Path], harness: str, *, rescan_w
         return  # never activated: a silent no-op
     delivered = state.delivered()
     outcomes: set[Outcome] = set()
-    for path in paths:
+    handed: dict[forgetting.Folder, dict[str, bytes]] = {}
+    for path in dict.fromkeys(paths):  # a patch may name a file twice (add, then update)
         if behind_fuse(path):
             rescan_wanted = True
             continue
@@ -354,13 +404,15 @@ def capture_files(project: Project, paths: list[Path], harness: str, *, rescan_w
             outcome = hand_over(state, drop_dir, "memory", path.name, data, delivered)
             outcomes.add(outcome)
             if outcome is not Outcome.UNSAVED and _inside(path, project.memory_dir):
-                remember(state, path.name, data, forgetting.Folder.CLAUDE)
+                handed.setdefault(forgetting.Folder.CLAUDE, {})[path.name] = data
             elif outcome is not Outcome.UNSAVED and harness == Harness.CODEX and codex_memory_file(path):
-                remember(state, path.name, data, forgetting.Folder.CODEX)
+                handed.setdefault(forgetting.Folder.CODEX, {})[path.name] = data
+    for folder, files in handed.items():
+        remember(state, files, folder)
     if rescan_wanted or Outcome.UNSAVED in outcomes:
         spawn_worker(str(project.root), harness, rescan_first=True)
     elif Outcome.OUTBOX in outcomes:
-        spawn_worker(str(project.root), harness)
+        spawn_worker(str(project.root), harness, state=state)
 
 
 def intended_content(tool: str, tool_input: dict, current: str) -> str | None:
@@ -383,11 +435,9 @@ def _read_topic(path: Path, timeout: float) -> str:
     return str(call_bounded(lambda: read_regular(path, MAX_ARTIFACT_BYTES).decode("utf-8"), timeout))
 
 
-def _edited_content(project: Project, target: Path, tool: str, tool_input: dict, timeout: float) -> str | None:
-    """What the memory file says after this edit of its projected topic file. The current text is
-    read through the mount, so in a bounded child: TimedOut and OSError reach the caller."""
-    current = "" if tool == "Write" else str(call_bounded(
-        lambda: read_regular(target, MAX_ARTIFACT_BYTES).decode("utf-8"), timeout))
+def _edited_content(project: Project, target: Path, tool: str, tool_input: dict, current: str) -> str | None:
+    """What the memory file says after this edit of its projected topic file, whose text through the
+    mount is `current` ("" for a Write, which replaces it)."""
     content = intended_content(tool, tool_input, current)
     if content is None:
         return None
@@ -419,7 +469,9 @@ def apply_pending_edits(project: Project, timeout: float) -> str | None:
                 moved = (strip_appendix(topic) or topic).encode("utf-8")
                 content = forgetting.move(source.name, target.name, moved, record["at"]).decode("utf-8")
             else:
-                content = _edited_content(project, target, record["tool"], record["tool_input"], timeout)
+                tool = record["tool"]
+                current = "" if tool == "Write" else _read_topic(target, timeout)
+                content = _edited_content(project, target, tool, record["tool_input"], current)
         except TimedOut as exc:
             return f"projection did not answer: {exc}"
         except (OSError, ValueError, KeyError, TypeError) as exc:
@@ -434,11 +486,12 @@ def apply_pending_edits(project: Project, timeout: float) -> str | None:
     return None
 
 
-def redirect_write(payload: dict, project: Project, deadline: float) -> dict | None:
+def redirect_write(payload: dict, project: Project) -> dict | None:
     """PreToolUse on the mounted memory slot: hand the intended content over and deny the write (the
-    mount is read-only), telling the agent where its memory went. An edit needs the current text,
-    read through the mount in a bounded child under the hook's deadline; when the mount is slower,
-    the edit itself is queued and the worker applies it."""
+    mount is read-only), telling the agent where its memory went. A Write carries its whole content
+    and is handed over at once. An Edit needs the file's current text, which only the mount has, and
+    the hook never waits on a mount (a stopped daemon held every edit for the whole deadline): the
+    edit itself is queued (`edits/`) and the worker reads, applies and delivers it."""
     tool = payload.get("tool_name") or ""
     tool_input = payload.get("tool_input") or {}
     path = tool_input.get("file_path") if isinstance(tool_input, dict) else None
@@ -449,24 +502,22 @@ def redirect_write(payload: dict, project: Project, deadline: float) -> dict | N
     if not _inside(target, memory_dir) or vetoed(project):
         return None
     state = ProjectState(project.slug)
-    try:
-        content = _edited_content(project, target, tool, tool_input, deadline - time.monotonic())
-    except TimedOut:
+    if tool != "Write":
         try:
             state.put_edit({"target": str(target), "tool": tool, "tool_input": tool_input})
         except OSError as exc:
             return _deny(f"Not saved: kgbridge's outbox cannot be written ({exc.strerror or exc}); retry later.")
-        spawn_worker(str(project.root), Harness.CLAUDE)
+        spawn_worker(str(project.root), Harness.CLAUDE, state=state)
         return _deny(f"Saved to the kgbridge outbox instead: this memory directory is kgbridge's read-only "
-                     f"projection. The edit of {target.name} is applied and delivered in the background.")
-    except OSError as exc:
-        return _deny(f"Not saved: could not read {target.name} through kgbridge's projection ({exc}).")
+                     f"projection. The edit of {target.name} is applied to its current text and delivered in "
+                     f"the background; MEMORY.md and the topic files show the result.")
+    content = _edited_content(project, target, tool, tool_input, "")
     if content is None:
         return None
     outcome = hand_over(state, local_drop_dir(project), "memory", target.name, content.encode("utf-8"),
                         state.delivered())
     if outcome is Outcome.OUTBOX:
-        spawn_worker(str(project.root), Harness.CLAUDE)
+        spawn_worker(str(project.root), Harness.CLAUDE, state=state)
     elif outcome is Outcome.UNSAVED:
         return _deny("Not saved: kgbridge's outbox cannot be written (see `kgbridge status`). This memory "
                      "directory is kgbridge's read-only projection; retry once the state directory is fixed.")
@@ -481,7 +532,7 @@ READ_ONLY = ("This memory directory is kgbridge's read-only projection, so the f
              "touched; the projection shows the change once it is ingested.")
 
 
-def redirect_removal(payload: dict, project: Project, deadline: float) -> dict | None:
+def redirect_removal(payload: dict, project: Project) -> dict | None:
     """PreToolUse: a Bash command that would change files in the mounted memory slot. The mount is
     read-only, so it would fail with EROFS. Plain `rm`/`mv` (and `git rm`/`git mv`) of memory files,
     alone or joined by `&&`/`;`, are recorded instead: a deletion as a tombstone, a rename as a move
@@ -527,7 +578,7 @@ def redirect_removal(payload: dict, project: Project, deadline: float) -> dict |
     if deleted:
         _withhold(state, [p.name for p in deleted], delivered)
     if renamed or Outcome.OUTBOX in outcomes:
-        spawn_worker(str(project.root), Harness.CLAUDE)
+        spawn_worker(str(project.root), Harness.CLAUDE, state=state)
     said = []
     if deleted:
         said.append(f"Recorded as deleted in kgbridge: {', '.join(p.name for p in deleted)}. Its claims stop "
@@ -559,7 +610,7 @@ def _deny(reason: str) -> dict:
                                    "permissionDecisionReason": reason}}
 
 
-def handle(payload: dict, harness: str, deadline: float) -> dict | None:
+def handle(payload: dict, harness: str) -> dict | None:
     """Act on one non-rescan hook event; returns the JSON decision to print, if any."""
     event = payload.get("hook_event_name") or ""
     cwd = payload.get("cwd") or os.getcwd()
@@ -567,7 +618,7 @@ def handle(payload: dict, harness: str, deadline: float) -> dict | None:
         return None
     project = resolve(cwd)
     if event == "PreToolUse":
-        return redirect_write(payload, project, deadline) or redirect_removal(payload, project, deadline)
+        return redirect_write(payload, project) or redirect_removal(payload, project)
     if event == "PostToolUse":
         memory_dirs = [] if projection_mounted(project.memory_dir) else [project.memory_dir]
         if harness == Harness.CODEX:

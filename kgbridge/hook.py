@@ -1,11 +1,12 @@
 """`kgbridge-hook`: the entry point Claude Code and Codex run on hook events. Standard library only.
 
 Invariants: always exits 0 and prints nothing but a JSON decision where one is needed; a memory
-write touches no network: the file goes to the local outbox (or a local drop directory) and a
-detached worker (`--drain`/`--worker`: fork + exec, new session, stdio on /dev/null) delivers it;
-every wait on something outside the process gets what is left of one monotonic deadline (started
-`--detached` by the sh gate, nothing waits: a rescan runs in this process). Start-up imports only
-json, os, sys and time; only real work loads `kgbridge.capture`. Errors go to `<state>/hook.log`.
+write or an edit of the mounted slot waits on nothing outside the process (no network, no read
+through a mount): the file or the edit goes to the local outbox (or a local drop directory) and a
+detached worker (`--drain`/`--worker`: posix_spawn, new session, stdio on /dev/null) delivers it.
+Only SessionStart's context waits, on one fixed budget (started `--detached` by the sh gate, nothing
+waits: a rescan runs in this process). Start-up imports only json, os, sys and time; only real work
+loads `kgbridge.capture`. Errors go to `<state>/hook.log`.
 """
 
 import json
@@ -15,12 +16,9 @@ import time
 
 MAX_PAYLOAD_BYTES = 8 * 1024 * 1024  # payloads carry file contents; anything larger is not ours
 RESCAN_EVENTS = frozenset({"SessionStart", "Stop", "SubagentStop", "PreCompact", "SessionEnd"})
-# The synchronous part of a hook after interpreter start-up; every wait on something outside the
-# process (a read through a FUSE mount) gets what is left of it. With ~25-30 ms of start-up this
-# keeps the worst case under the 150 ms an agent may wait on a memory write (bench/hook.py).
-HOOK_DEADLINE_S = 0.08
 # SessionStart may hand the agent MEMORY.md as context: once per session, and rendering it loads
-# SQLite and the renderer (~60-100 ms of imports alone), so it gets a larger, still fixed, budget.
+# SQLite and the renderer (~60-100 ms of imports alone), so it gets a fixed budget from the hook's
+# start. It is the only wait a hook makes; every other event hands over and exits (bench/hook.py).
 SESSION_START_DEADLINE_S = 0.5
 # Given by the sh gate that runs the hook in the background (kgbridge.install.Gate.BACKGROUND): no
 # agent waits, so a rescan is done in this process instead of a detached second interpreter.
@@ -48,7 +46,7 @@ def _fuse_mounted() -> bool:
         return True  # cannot tell: let capture decide
 
 
-def run(args: list, deadline: float) -> None:
+def run(args: list, started: float) -> None:
     harness = args[args.index("--harness") + 1] if "--harness" in args[:-1] else "claude"
     if args[:1] in (["--worker"], ["--drain"]) and len(args) > 1:
         from kgbridge import worker
@@ -77,8 +75,7 @@ def run(args: list, deadline: float) -> None:
             if event == "SessionStart":  # the projection as context when not mounted
                 from kgbridge import capture
 
-                decision = capture.session_context(payload, harness,
-                                                   deadline - HOOK_DEADLINE_S + SESSION_START_DEADLINE_S)
+                decision = capture.session_context(payload, harness, started + SESSION_START_DEADLINE_S)
                 if decision is not None:
                     sys.stdout.write(json.dumps(decision))
                     sys.stdout.flush()
@@ -93,15 +90,15 @@ def run(args: list, deadline: float) -> None:
         return  # the redirect is only for a mounted projection
     from kgbridge import capture
 
-    decision = capture.handle(payload, harness, deadline)
+    decision = capture.handle(payload, harness)
     if decision is not None:
         sys.stdout.write(json.dumps(decision))
 
 
 def main(argv=None) -> None:
-    deadline = time.monotonic() + HOOK_DEADLINE_S
+    started = time.monotonic()
     try:
-        run(sys.argv[1:] if argv is None else argv, deadline)
+        run(sys.argv[1:] if argv is None else argv, started)
     except BaseException as exc:  # noqa: BLE001 - process boundary: a hook must never fail the agent
         try:
             from kgbridge.capture import log

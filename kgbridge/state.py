@@ -309,6 +309,50 @@ class ProjectState:
             os.close(fd)
 
     @contextmanager
+    def try_lock(self) -> Iterator[bool]:
+        """The drain lock if it is free this instant, else False at once: the hook's local drop takes
+        it so that a drop and its registry line are one step to a rescan, and never waits for it (a
+        drain holding it may be posting to a slow backend)."""
+        try:
+            self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+            fd = os.open(self.lock_path, os.O_RDONLY | os.O_CREAT, 0o600)
+        except OSError:
+            yield False
+            return
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                yield False
+                return
+            try:
+                yield True
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+
+    def worker_running(self) -> bool:
+        """Does a worker hold this project's slot right now? A non-blocking probe: a hook that finds
+        one leaves its item to it instead of starting a process that would only exit again. A worker
+        starting during the probe finds the slot taken and exits; the prober then starts one."""
+        try:
+            fd = os.open(self.worker_lock_path, os.O_RDONLY)
+        except OSError:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        except OSError:
+            return False
+        else:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            return False
+        finally:
+            os.close(fd)
+
+    @contextmanager
     def worker_slot(self) -> Iterator[bool]:
         """True for the one worker of this project; False at once for every other (they leave their
         item in the outbox and exit: the holder drains it)."""

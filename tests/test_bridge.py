@@ -133,6 +133,61 @@ def test_post_tool_use_delivers_memory_file_verbatim_once(active):
     assert files[0].read_bytes() == MEMORY.read_bytes()
 
 
+def test_a_memory_write_while_a_drain_runs_is_queued_and_arrives_once(active):
+    """A drain (a Stop rescan, `flush`) holds the project's drain lock while it reads the registry
+    and the folder and sends; a hook that dropped the same file meanwhile made two deliveries. The
+    hook takes that lock for its own drop only if it is free at once, so here (the test holds it,
+    as a running drain does) the write is queued, and arrives once after."""
+    import fcntl
+
+    path = _memory(active)
+    active.state.joinpath("shop").mkdir(parents=True, exist_ok=True)
+    fd = os.open(active.state / "shop" / "deliver.lock", os.O_RDONLY | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        result = active.hook(active.post_tool_use(path))
+        assert (result.returncode, result.stdout) == (0, b"")
+        assert drops(active.ingest) == [], "no drop while a drain holds the lock"
+        assert len(drops(active.outbox)) == 1, "queued instead"
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+    assert wait_for(lambda: not drops(active.outbox)), "the hook's worker drains it once the lock is free"
+    assert active.cli("flush").returncode == 0
+    assert [p.read_bytes() for p in drops(active.ingest)] == [MEMORY.read_bytes()]
+
+
+def test_a_rescan_never_delivers_a_file_while_it_is_being_written(active):
+    """An agent's Write truncates the file, then writes it: a rescan reading in between delivered an
+    empty version nobody wrote (16 drops for 15 writes in bench/hook.py). Here the file stays empty
+    and keeps changing for the whole `flush` (a write in progress); the rescan leaves it, and the
+    write's own PostToolUse delivers the finished file, once."""
+    import threading
+
+    path = active.memory_dir / "in-progress.md"
+    path.write_bytes(b"")
+    writing = threading.Event()
+    writing.set()
+
+    def still_writing() -> None:
+        while writing.is_set():
+            os.utime(path)
+            time.sleep(0.05)
+
+    toucher = threading.Thread(target=still_writing, daemon=True)
+    toucher.start()
+    try:
+        assert active.cli("flush").returncode == 0
+        assert drops(active.ingest) == [], "nothing delivered while the file is being written"
+    finally:
+        writing.clear()
+        toucher.join()
+    path.write_bytes(MEMORY.read_bytes())
+    assert active.hook(active.post_tool_use(path)).returncode == 0
+    assert active.cli("flush").returncode == 0
+    assert [p.read_bytes() for p in drops(active.ingest)] == [MEMORY.read_bytes()]
+
+
 def test_post_tool_use_outside_memory_dir_is_ignored(active):
     other = active.project / "notes.md"
     other.write_text("not a memory file")

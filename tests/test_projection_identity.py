@@ -117,7 +117,7 @@ def test_an_edit_through_the_mount_is_the_next_version_of_that_same_file(mounted
                               "new_string": "from the main branch."}}
     result = mounted.hook(payload)
     assert json.loads(result.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
-    # applied by the hook, or by its worker when the mount answered after the hook's deadline
+    # applied by the hook's worker: the hook itself never reads through the mount
     assert wait_for(lambda: [p for p in mounted.ingest.iterdir() if p.name.endswith(".project_checkout.md")])
     dropped = [p for p in mounted.ingest.iterdir() if p.name.endswith(".project_checkout.md")]
     edited = FOLDER["project_checkout.md"].replace("from the release branch.", "from the main branch.")

@@ -142,12 +142,54 @@ def test_pre_tool_use_edit_applies_to_the_current_file(env):
                                                    "new_string": "spaces"}}
     result = bridge.hook(payload)
     assert json.loads(result.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
-    # applied by the hook, or by its worker when the mount answered after the hook's deadline
+    # applied by the hook's worker: the hook itself never reads through the mount
     assert wait_for(lambda: [p for p in bridge.ingest.iterdir() if p.name.endswith(".host-note.md")])
     dropped = [p for p in bridge.ingest.iterdir() if p.name.endswith(".host-note.md")]
     assert "tabs" in current and len(dropped) == 1
     saved = dropped[0].read_text()
     assert "The user prefers spaces" in saved and "tabs" not in saved and "bel " not in saved
+
+
+def _hook_processes(state: Path) -> list[int]:
+    """Pids of `python -m kgbridge.hook` processes (a hook, or a child forked from one; not a
+    worker: those carry `--drain`/`--worker`) running for the bridge whose state dir is `state`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            args = (entry / "cmdline").read_bytes().split(b"\0")[1:-1]
+            if args != [b"-m", b"kgbridge.hook"]:
+                continue
+            if f"KG_STATE_DIR={state}".encode() in (entry / "environ").read_bytes().split(b"\0"):
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def test_an_edit_while_the_projection_daemon_is_stopped_leaves_nothing_waiting_on_the_mount(env):
+    """An Edit needs the file's current text, which only the mount has. With the daemon stopped
+    (SIGSTOP) a read through the mount blocks until it runs again: the hook used to fork a child for
+    that read and wait for it, and the child stayed blocked after the hook gave up. Now the hook
+    queues the edit without touching the mount, and the worker applies it once the daemon answers."""
+    bridge, _ = env
+    daemon = int((bridge.state / "shop" / "mount.pid").read_text().split()[0])
+    target = bridge.memory_dir / "host-note.md"
+    payload = {"session_id": "s1", "cwd": str(bridge.project), "hook_event_name": "PreToolUse",
+               "tool_name": "Edit", "tool_input": {"file_path": str(target), "old_string": "tabs",
+                                                   "new_string": "spaces"}}
+    os.kill(daemon, signal.SIGSTOP)
+    try:
+        result = bridge.hook(payload)
+        decision = json.loads(result.stdout)["hookSpecificOutput"]
+        assert decision["permissionDecision"] == "deny" and "background" in decision["permissionDecisionReason"]
+        assert len(list((bridge.state / "shop" / "edits").iterdir())) == 1, "the edit is queued"
+        time.sleep(0.5)
+        assert _hook_processes(bridge.state) == [], "nothing of the hook is left blocked on the stopped mount"
+    finally:
+        os.kill(daemon, signal.SIGCONT)
+    assert wait_for(lambda: [p for p in bridge.ingest.iterdir() if p.name.endswith(".host-note.md")], timeout=30)
+    saved = [p.read_text() for p in bridge.ingest.iterdir() if p.name.endswith(".host-note.md")]
+    assert len(saved) == 1 and "The user prefers spaces" in saved[0]
 
 
 def test_materialized_projection_matches_the_mount(env, tmp_path):

@@ -286,6 +286,52 @@ def _settings(path: Path) -> dict:
     return json.loads(path.read_text())
 
 
+_COUNT_WORKERS = """
+import ctypes, json, os, subprocess, sys
+ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: orphans come to us
+hook, payloads, env, cwd = json.loads(sys.stdin.read())
+for payload in payloads:
+    subprocess.run(hook, input=payload.encode(), env=env, cwd=cwd, capture_output=True, check=True, timeout=60)
+started = 0
+while True:  # every process a hook left behind (a worker) is ours to reap once the hook has exited
+    try:
+        os.waitpid(-1, 0)
+    except ChildProcessError:
+        break
+    started += 1
+print(started)
+"""
+
+
+def test_no_worker_is_started_while_one_runs(active):
+    """While a worker holds the project's slot (backing off from a dead backend, say), a memory
+    write leaves its item to it: it starts no process that would find the slot taken and exit. The
+    hooks run under a subreaper, so every process they leave behind is counted."""
+    import fcntl
+
+    away = active.root.rename(active.base / "Knowledge-away")  # backend gone: items go to the outbox
+    path = _memory(active)
+    payloads = []
+    for i in range(5):
+        path.write_text(f"---\nname: note\ndescription: version {i}\ntype: project\n---\nVersion {i}.\n")
+        payloads.append(json.dumps(active.post_tool_use(path)))
+    active.state.joinpath("shop").mkdir(parents=True, exist_ok=True)
+    fd = os.open(active.state / "shop" / "worker.lock", os.O_RDONLY | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # a running worker
+        counted = subprocess.run([sys.executable, "-c", _COUNT_WORKERS], capture_output=True, text=True, timeout=120,
+                                 input=json.dumps([HOOK, payloads, active.environ(), str(active.project)]))
+        assert counted.returncode == 0, counted.stderr
+        assert int(counted.stdout) == 0, "no worker started while one runs"
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+    assert drops(active.outbox), "the items wait for the running worker"
+    away.rename(active.root)
+    assert active.cli("flush").returncode == 0 and drops(active.outbox) == []
+    assert [p.read_bytes() for p in drops(active.ingest)] == [path.read_bytes()], "delivered once"
+
+
 def test_install_hooks_round_trips_for_claude(bridge):
     settings = bridge.project / ".claude" / "settings.json"
     settings.parent.mkdir()

@@ -454,6 +454,7 @@ def main() -> None:
         for package in ("kgbridge", "ontology", "projection"):
             compileall.compile_dir(REPO / package, quiet=1)
     runs = args.runs
+    load_before = os.getloadavg()
     rows: list[tuple[str, list[float], str]] = []
     with tempfile.TemporaryDirectory(prefix="bench-hook-") as tmp:
         base = Path(tmp)
@@ -517,7 +518,9 @@ def main() -> None:
             continue
         median, worst = statistics.median(times) * 1000, max(times) * 1000
         print(f"| {label} | {median:.1f} | {worst:.1f} | {median / baseline:.2f} | {delivered} |")
-    print(f"\n{runs} runs per case; interpreter start-up included in every figure.")
+    load_after = os.getloadavg()
+    print(f"\n{runs} runs per case; interpreter start-up included in every figure. Load average (1, 5, 15 min) "
+          f"at start {' '.join(f'{x:.2f}' for x in load_before)}, at end {' '.join(f'{x:.2f}' for x in load_after)}.")
 
 
 if __name__ == "__main__":

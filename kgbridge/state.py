@@ -312,25 +312,16 @@ class ProjectState:
     def try_lock(self) -> Iterator[bool]:
         """The drain lock if it is free this instant, else False at once: the hook's local drop takes
         it so that a drop and its registry line are one step to a rescan, and never waits for it (a
-        drain holding it may be posting to a slow backend)."""
+        drain holding it may be posting to a slow backend). True, unlocked, where no lock file can
+        be made (read-only state dir), as for `lock`: no drain can hold it either."""
         try:
             self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
             fd = os.open(self.lock_path, os.O_RDONLY | os.O_CREAT, 0o600)
         except OSError:
-            yield False
+            yield True
             return
-        try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                yield False
-                return
-            try:
-                yield True
-            finally:
-                fcntl.flock(fd, fcntl.LOCK_UN)
-        finally:
-            os.close(fd)
+        with _exclusive_now(fd) as mine:
+            yield mine
 
     def worker_running(self) -> bool:
         """Does a worker hold this project's slot right now? A non-blocking probe: a hook that finds
@@ -358,15 +349,23 @@ class ProjectState:
         item in the outbox and exit: the holder drains it)."""
         self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         fd = os.open(self.worker_lock_path, os.O_RDONLY | os.O_CREAT, 0o600)  # flock needs no write access
+        with _exclusive_now(fd) as mine:
+            yield mine
+
+
+@contextmanager
+def _exclusive_now(fd: int) -> Iterator[bool]:
+    """An exclusive flock on `fd` if it is free this instant (True; released after), else False at
+    once. Closes `fd` either way."""
+    try:
         try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                yield False
-                return
-            try:
-                yield True
-            finally:
-                fcntl.flock(fd, fcntl.LOCK_UN)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
         finally:
-            os.close(fd)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)

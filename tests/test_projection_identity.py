@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from support.bridge_env import BridgeEnv, wait_for
+from support.bridge_env import BridgeEnv, drops, wait_for
 from conftest import ledger
 from support.fuse_helpers import requires_fuse, unmount
 from ontology.artifact import Channel
@@ -118,8 +118,8 @@ def test_an_edit_through_the_mount_is_the_next_version_of_that_same_file(mounted
     result = mounted.hook(payload)
     assert json.loads(result.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
     # applied by the hook's worker: the hook itself never reads through the mount
-    assert wait_for(lambda: [p for p in mounted.ingest.iterdir() if p.name.endswith(".project_checkout.md")])
-    dropped = [p for p in mounted.ingest.iterdir() if p.name.endswith(".project_checkout.md")]
+    assert wait_for(lambda: [p for p in drops(mounted.ingest) if p.name.endswith(".project_checkout.md")])
+    dropped = [p for p in drops(mounted.ingest) if p.name.endswith(".project_checkout.md")]
     edited = FOLDER["project_checkout.md"].replace("from the release branch.", "from the main branch.")
     assert [p.read_text() for p in dropped] == [edited]
     onto = Ontology(mounted.root, "shop")

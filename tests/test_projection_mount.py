@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from support.bridge_env import BridgeEnv, wait_for
+from support.bridge_env import BridgeEnv, drops, wait_for
 from conftest import FIXTURES, ledger, memory
 from support.fuse_helpers import requires_fuse, unmount
 from ontology.artifact import Channel
@@ -129,7 +129,7 @@ def test_pre_tool_use_write_is_redirected_into_ingestion(env):
     assert result.returncode == 0
     decision = json.loads(result.stdout)["hookSpecificOutput"]
     assert decision["permissionDecision"] == "deny" and "knowledge graph" in decision["permissionDecisionReason"]
-    dropped = [p for p in bridge.ingest.iterdir() if p.name.endswith(".ci-notes.md")]
+    dropped = [p for p in drops(bridge.ingest) if p.name.endswith(".ci-notes.md")]
     assert [p.read_text() for p in dropped] == [content]
 
 
@@ -143,8 +143,8 @@ def test_pre_tool_use_edit_applies_to_the_current_file(env):
     result = bridge.hook(payload)
     assert json.loads(result.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
     # applied by the hook's worker: the hook itself never reads through the mount
-    assert wait_for(lambda: [p for p in bridge.ingest.iterdir() if p.name.endswith(".host-note.md")])
-    dropped = [p for p in bridge.ingest.iterdir() if p.name.endswith(".host-note.md")]
+    assert wait_for(lambda: [p for p in drops(bridge.ingest) if p.name.endswith(".host-note.md")])
+    dropped = [p for p in drops(bridge.ingest) if p.name.endswith(".host-note.md")]
     assert "tabs" in current and len(dropped) == 1
     saved = dropped[0].read_text()
     assert "The user prefers spaces" in saved and "tabs" not in saved and "bel " not in saved
@@ -187,8 +187,8 @@ def test_an_edit_while_the_projection_daemon_is_stopped_leaves_nothing_waiting_o
         assert _hook_processes(bridge.state) == [], "nothing of the hook is left blocked on the stopped mount"
     finally:
         os.kill(daemon, signal.SIGCONT)
-    assert wait_for(lambda: [p for p in bridge.ingest.iterdir() if p.name.endswith(".host-note.md")], timeout=30)
-    saved = [p.read_text() for p in bridge.ingest.iterdir() if p.name.endswith(".host-note.md")]
+    assert wait_for(lambda: [p for p in drops(bridge.ingest) if p.name.endswith(".host-note.md")], timeout=30)
+    saved = [p.read_text() for p in drops(bridge.ingest) if p.name.endswith(".host-note.md")]
     assert len(saved) == 1 and "The user prefers spaces" in saved[0]
 
 
@@ -215,8 +215,8 @@ def test_editing_a_topic_file_saves_the_next_version_of_that_file_not_the_render
                                                    "new_string": "Never mock the database in any test."}}
     result = bridge.hook(payload)
     assert json.loads(result.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
-    assert wait_for(lambda: [p for p in bridge.ingest.iterdir() if p.name.endswith(".testing-real-db.md")])
-    saved = [p.read_text() for p in bridge.ingest.iterdir() if p.name.endswith(".testing-real-db.md")]
+    assert wait_for(lambda: [p for p in drops(bridge.ingest) if p.name.endswith(".testing-real-db.md")])
+    saved = [p.read_text() for p in drops(bridge.ingest) if p.name.endswith(".testing-real-db.md")]
     assert saved == [original.replace("Never mock the database in integration tests.",
                                       "Never mock the database in any test.")], \
         "the file's own text with the edit: no evidence appendix, no other source's claim"

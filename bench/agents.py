@@ -242,7 +242,8 @@ def main() -> None:
     for package in ("kgbridge", "ontology", "projection"):
         compileall.compile_dir(REPO / package, quiet=1)
     print(f"| agent | sessions each way | median without hooks | median with hooks | added per session | "
-          f"agent waited on hooks | CPU of those hooks | the same ungated (wall / CPU) | hook time the agent logged | hook runs per session | Python started for | "
+          f"agent waited on hooks | CPU of those hooks | the same ungated (wall / CPU) | "
+          f"hook time the agent logged | hook runs per session | Python started for | "
           f"`python -c pass` now |\n|---|---|---|---|---|---|---|---|---|---|---|---|")
     for agent in (("claude", "codex") if args.agent == "both" else (args.agent,)):
         r = measure(agent, bin_dir, args.runs)

@@ -51,7 +51,7 @@ class Gate(Enum):
     shell and a builtin `case` cost ~2 ms, Python's start-up ~25 ms, and most events need nothing."""
 
     MARKDOWN = "markdown"  # the payload names a `.md` file (memory files are markdown)
-    MOUNTED = "mounted"  # a FUSE filesystem is mounted (the PreToolUse redirect is only for the projection)
+    MOUNTED = "mounted"  # the payload names a FUSE mount point (the PreToolUse redirect is only for the projection)
     BACKGROUND = "background"  # nothing reads the output: the hook runs detached and the agent goes on
 
 
@@ -265,8 +265,9 @@ def claude_hooks_status(project: Project) -> str:
         return "not installed (kgbridge install-hooks, or the plugin: see README)"
     if len(carriers) == 1:
         return carriers[0]
-    return (f"installed {len(carriers)} times, every hook runs {len(carriers)} times: {', '.join(carriers)}; keep one "
-            f"(`kgbridge install-hooks --uninstall [--user]`{' or `claude plugin uninstall ' + plugin + '`' if plugin else ''})")
+    remove = "`kgbridge install-hooks --uninstall [--user]`" + (f" or `claude plugin uninstall {plugin}`" if plugin else "")
+    return (f"installed {len(carriers)} times, every hook runs {len(carriers)} times: {', '.join(carriers)}; "
+            f"keep one ({remove})")
 
 
 def mcp_instruction(harness: Harness, url: str, token: bool) -> str:

@@ -35,6 +35,7 @@ class ProjectionView:
         self._forgotten: set[str] = set()
         self._cache: dict[str, bytes] = {}
         self._last_stamp: tuple[object, ...] = ()
+        self._seen_stamp: tuple[object, ...] = ()
         database = ontology.paths.database  # stat-ed on every FUSE request: build the paths once
         self._stamped = (database, Path(f"{database}-wal"))
 
@@ -51,24 +52,23 @@ class ProjectionView:
 
     def _refresh(self, conn: sqlite3.Connection) -> None:
         version = graph_version(conn, self.ontology.paths.database)
-        if version != self._version:
-            self._version = version
-            self._files = memory_files(conn)
-            self._file_of = {}
-            for name, key in self._files.items():
-                self._file_of.setdefault(key, name)
-            self._keys = [r[0] for r in conn.execute(STANDING_CONCEPTS)
-                          if r[0] not in self._file_of and f"{r[0]}.md" not in self._files]
-            self._key_set = frozenset(self._keys)
-            self._forgotten = {r[0] for r in conn.execute(FORGOTTEN_FILES)}
-            self._cache = {}
+        if version != self._version:  # all read before any is kept: a failure leaves the view as it was
+            files = memory_files(conn)
+            file_of: dict[str, str] = {}
+            for name, key in files.items():
+                file_of.setdefault(key, name)
+            keys = [r[0] for r in conn.execute(STANDING_CONCEPTS) if r[0] not in file_of and f"{r[0]}.md" not in files]
+            forgotten = {r[0] for r in conn.execute(FORGOTTEN_FILES)}
+            self._files, self._file_of, self._keys, self._key_set = files, file_of, keys, frozenset(keys)
+            self._forgotten, self._cache, self._version = forgotten, {}, version
+        self._last_stamp = self._seen_stamp
 
     def _fresh(self) -> bool:
-        """True when nothing was committed since the last check: serve from cache, no SQL at all."""
+        """True when nothing was committed since the last refresh: serve from cache, no SQL at all."""
         stamp = self._stamp()
         if self._version is not None and stamp == self._last_stamp:
             return True
-        self._last_stamp = stamp
+        self._seen_stamp = stamp  # recorded by `_refresh` once it succeeds: a failed one is tried again
         return False
 
     def forgotten(self) -> frozenset[str]:

@@ -1,6 +1,6 @@
 """Issue 13, integrity findings: a half-written drop is never ingested and cut (D1), the live graph
 equals a rebuild after a failed commit (D2), `fstat` on an open projected file reports the size
-of the snapshot that handle reads (D3)."""
+of the snapshot that handle reads (D3), and a projection refresh that failed is not taken for fresh."""
 
 from __future__ import annotations
 
@@ -107,3 +107,33 @@ def test_fstat_on_an_open_projected_file_reports_its_snapshots_size(tmp_path):
     finally:
         bridge.cli("unmount")
         unmount(bridge.memory_dir)
+
+
+def test_a_refresh_that_failed_is_tried_again_not_taken_for_fresh(root):
+    """The projection serves from its cache while the graph's stamp is unchanged; a refresh that
+    failed (the graph unreadable for a moment) must not record the new stamp, or the old bytes would
+    be served as current until the next commit."""
+    import sqlite3
+    from contextlib import contextmanager
+
+    from projection.view import ProjectionView
+
+    onto = Ontology(root, "shop", create=True)
+    onto.ingest("a.md", memory("a", "first", "- The queue drains nightly"), Channel.CLI)
+    view = ProjectionView(onto)
+    before = view.read("a.md")
+    onto.ingest("a.md", memory("a", "second", "- The queue drains hourly"), Channel.CLI)
+    plain_reader = onto.reader
+
+    @contextmanager
+    def unreadable():
+        raise sqlite3.OperationalError("database is locked")
+        yield  # pragma: no cover
+
+    onto.reader = unreadable  # type: ignore[method-assign]
+    with pytest.raises(sqlite3.OperationalError):
+        view.read("a.md")
+    onto.reader = plain_reader  # type: ignore[method-assign]
+    after = view.read("a.md")
+    onto.close()
+    assert b"hourly" in after and after != before

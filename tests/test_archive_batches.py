@@ -250,3 +250,13 @@ def test_a_lost_log_tail_is_restored_past_torn_pack_bytes_and_regenerates_the_gr
             "Keep the changelog in sync"} <= set(_texts(again))
     assert [e.filename for e, _ in again.archive.entries()] == ["a.md", "b.md", "c.md", "d.md"]
     again.close()
+
+
+def test_the_successor_marker_lookup_reads_its_own_index_not_every_timed_fact(onto):
+    """Each arriving summary asks which markers name a successor (store._timed_facts). Answered by a
+    scan of every timed fact, it made ingest cost O(memory files) per artifact (BENCHMARKS, issue 15)."""
+    onto.ingest("a.md", memory("a", "Use uv for installs"), Channel.CLI)
+    with onto.reader() as conn:
+        plan = " ".join(str(r[-1]) for r in conn.execute(
+            "EXPLAIN QUERY PLAN SELECT DISTINCT subject FROM timed_facts WHERE kind='marker' AND extra != ''"))
+    assert "timed_facts_successors" in plan, plan

@@ -128,7 +128,7 @@ CREATE INDEX IF NOT EXISTS timed_facts_source ON timed_facts(source_id);
 CREATE INDEX IF NOT EXISTS timed_facts_kind ON timed_facts(kind) WHERE kind IN ('summary', 'marker');
 -- Markers that name a successor, looked up whenever a summary arrives (store._timed_facts): without it
 -- that DISTINCT scanned every subject, O(memory files) per ingest (bench.ingest: 1.7 ms per artifact at 20k).
-CREATE INDEX IF NOT EXISTS timed_facts_successors ON timed_facts(subject) WHERE kind='marker' AND extra != '';
+CREATE INDEX IF NOT EXISTS timed_facts_successors ON timed_facts(subject, extra) WHERE kind='marker' AND extra != '';
 CREATE TABLE IF NOT EXISTS relations(
   src TEXT NOT NULL, dst TEXT NOT NULL, kind TEXT NOT NULL, source_id INTEGER NOT NULL,
   PRIMARY KEY(src, dst, kind, source_id)) WITHOUT ROWID;

@@ -258,5 +258,5 @@ def test_the_successor_marker_lookup_reads_its_own_index_not_every_timed_fact(on
     onto.ingest("a.md", memory("a", "Use uv for installs"), Channel.CLI)
     with onto.reader() as conn:
         plan = " ".join(str(r[-1]) for r in conn.execute(
-            "EXPLAIN QUERY PLAN SELECT DISTINCT subject FROM timed_facts WHERE kind='marker' AND extra != ''"))
+            "EXPLAIN QUERY PLAN SELECT DISTINCT subject, extra FROM timed_facts WHERE kind='marker' AND extra != ''"))
     assert "timed_facts_successors" in plan, plan

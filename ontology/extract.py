@@ -100,6 +100,7 @@ class Hook:
     status: Status | None
     marker: tuple[Marker, str | None] | None
     facts: tuple[Fact, ...]
+    revisions: tuple[Revision, ...] = ()  # self-stated revisions of its text (same rules as a claim's)
 
 
 @dataclass(frozen=True)
@@ -335,7 +336,7 @@ def _memory_index(artifact: Artifact) -> Extraction:
             hook = clean_markup(match.group(3) or "")
             text = f"{clean_markup(match.group(1))} — {hook}" if hook else clean_markup(match.group(1))
             hooks.append(Hook(key, text, file_status(text), marker_of(hook) or marker_of(match.group(1)),
-                              timed_facts(text)))
+                              timed_facts(text), revisions(text)))
     return Extraction((), (), tuple(relations), hooks=tuple(hooks))
 
 

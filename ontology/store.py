@@ -395,6 +395,11 @@ class GraphWriter:
                 "WHERE kind='summary' AND assertion_id IS NOT NULL ORDER BY rowid")] \
                 if any(s.kind == "marker" and s.extra for s in said) else []
             pairs = timeline.file_updates(said, summaries)
+            for summary, hook in timeline.hook_revisions(said):
+                assert summary.assertion is not None
+                old_text, _, new_text = hook.extra.partition("\n")
+                self.record_update(hook.source, self._last_artifact(hook.source), hook.value, summary.assertion,
+                                   old_text, new_text or hook.text, subject=subject)
         else:
             pairs = timeline.value_updates(said)
         for newer, older, rule in pairs:
@@ -610,4 +615,7 @@ def _timed_rows(source_id: int, extraction: Extraction, statement_ids: list[int]
         for fact in hook.facts:
             rows.append((fact.subject, fact.kind.value, fact.value, fact.date, int(fact.upgrade), source_id, None,
                          hook.target, hook.text, 1, ""))
+        for revision in hook.revisions:  # recorded against the linked file's summary (`_supersede`)
+            rows.append((FILE_SUBJECT + hook.target, timeline.REVISION, supersession.rule_name(revision.rule), None, 0,
+                         source_id, None, hook.target, hook.text, 1, f"{revision.old}\n{revision.new}"))
     return rows

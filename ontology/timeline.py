@@ -394,7 +394,7 @@ class Rule(enum.Enum):
 class Said:
     """One row of the index of time-varying things sources said (the store's `timed_facts`)."""
 
-    kind: str  # a FactKind value, or "summary" / "marker" / "link" for file-level rows
+    kind: str  # a FactKind value, or "summary" / "marker" / "link" / REVISION for file-level rows
     value: str
     date: str | None
     upgrade: bool
@@ -409,6 +409,7 @@ class Said:
 FILE_SUBJECT = "file:"
 IDENTIFIER_SUBJECT = "ident:"
 REMOVED, IN_USE = "removed", "in_use"
+REVISION = "revision"  # an index line's self-stated revision: value is its rule, extra "old\nnew"
 
 
 def identifier_facts(stances: tuple[tuple[str, int], ...], text: str) -> tuple[Fact, ...]:
@@ -488,6 +489,15 @@ def successor_of(phrase: str, summaries: list[Said], exclude: str | None) -> Sai
     best = max((score for score, _ in scored), default=0)
     top = [s for score, s in scored if score == best]
     return top[0] if best and len({s.owner for s in top}) == 1 else None
+
+
+def hook_revisions(said: list[Said]) -> list[tuple[Said, Said]]:
+    """(summary, hook) for each revision an index line states about its file: the update is the index's,
+    shown against the file's own summary claim (the index itself makes no claims). None without one."""
+    summary = next((s for s in said if s.kind == "summary" and s.assertion is not None), None)
+    if summary is None:
+        return []
+    return [(summary, s) for s in said if s.hook and s.kind == REVISION]
 
 
 def file_updates(said: list[Said], summaries: list[Said]) -> list[tuple[Said, Said, Rule]]:

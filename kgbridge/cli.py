@@ -97,7 +97,8 @@ def _assertion_table(items: list[queries.AssertionView], title: str) -> Table:
     for col in ("concept", "assertion", "label", "bel", "pl", "K", "for/against"):
         table.add_column(col, overflow="fold")
     for a in items:
-        table.add_row(a.concept, a.text, a.status, f"{a.belief:.2f}", f"{a.plausibility:.2f}", f"{a.conflict:.2f}",
+        # Text(): the author's words are shown verbatim (rich would read `[a-z]` or `[x]` as markup)
+        table.add_row(Text(a.concept), Text(a.text), a.status, f"{a.belief:.2f}", f"{a.plausibility:.2f}", f"{a.conflict:.2f}",
                       f"{a.n_for}/{a.n_against}")
     return table
 
@@ -116,13 +117,13 @@ def show(concept: Optional[str] = typer.Argument(None, help="A concept key; omit
             if as_json:
                 print(json.dumps(data, default=str))
                 return
-            console.print(f"[bold]{data['key']}[/bold] ({data['type']}) {data['description'] or ''}")
+            console.print(f"[bold]{escape(data['key'])}[/bold] ({data['type']}) {escape(data['description'] or '')}")
             items = queries.assertions(conn, concept=concept)
             console.print(_assertion_table(items, "assertions"))
             for a in items:
                 for s in a.sources:
                     console.print(f"  #{a.id} {s.stance_word:>7} {s.source} v{s.version} {s.timestamp[:10]}"
-                                  f"{' (implied)' if s.implied else ''}")
+                                  f"{' (implied)' if s.implied else ''}", markup=False)
             for a in data["assertions"]:  # ADR 0009: an older claim names what replaced it
                 for u in a["superseded_by"]:
                     console.print(f"  #{a['id']} superseded by “{u['by']}” ({u['source']}, {u['date']}; {u['rule']})",

@@ -55,3 +55,22 @@ def test_unknown_label_lists_the_labels(bridge):
     for verb in ("show", "search x"):
         line = _one_line_refusal(bridge.cli(*verb.split(), "--status", "maybe", "--ontology", "shop"))
         assert all(label in line.upper() for label in ("AFFIRMATIVE", "CONTESTED", "CONTRADICTORY", "INSUFFICIENT_DATA"))
+
+
+def test_show_prints_the_authors_brackets_verbatim(bridge):
+    """`show` lists claims as written: rich must not read `[a-z0-9-]` or `[x]` as markup."""
+    bridge.cli("activate")
+    note = bridge.base / "project_slugs.md"
+    note.write_text("---\nname: slug rules\ndescription: slugs match [a-z0-9-] only\n---\n"
+                    "- Ontology slugs match `[a-z0-9-]+` and [bold]nothing else[/bold].\n", encoding="utf-8")
+    assert bridge.cli("ingest", "--ontology", "shop", str(note)).returncode == 0
+    wide = bridge.environ(COLUMNS="400")  # one row per claim, no folding inside the words
+    listed = bridge.cli("show", "--ontology", "shop", env=wide)
+    assert listed.returncode == 0, listed.stderr
+    flat = " ".join(listed.stdout.split())
+    assert "[a-z0-9-]+" in flat and "[bold]nothing else[/bold]" in flat, listed.stdout
+    key = next(c for c in __import__("json").loads(bridge.cli("show", "--ontology", "shop", "--json").stdout)[
+        "assertions"] if "[a-z0-9-]+" in c["text"])["concept"]
+    one = bridge.cli("show", key, "--ontology", "shop", env=wide)
+    assert one.returncode == 0, one.stderr
+    assert "[a-z0-9-]+" in " ".join(one.stdout.split()), one.stdout

@@ -101,6 +101,7 @@ class Hook:
     marker: tuple[Marker, str | None] | None
     facts: tuple[Fact, ...]
     revisions: tuple[Revision, ...] = ()  # self-stated revisions of its text (same rules as a claim's)
+    line: str = ""  # the index line verbatim
 
 
 @dataclass(frozen=True)
@@ -111,6 +112,7 @@ class Extraction:
     truncated: bool = False
     summary: Summary | None = None  # a memory file's description, read for supersession
     hooks: tuple[Hook, ...] = ()  # the index's lines, read for supersession
+    index_revisions: tuple[tuple[str, Revision], ...] = ()  # (index prose verbatim, a revision it states)
 
 
 def concept_key(text: str) -> str:
@@ -329,15 +331,29 @@ def _memory_index(artifact: Artifact) -> Extraction:
     declares a concept, so a file whose `name:` differs from its file name has no empty twin."""
     relations: list[Relation] = []
     hooks: list[Hook] = []
+    prose: list[list[str]] = []  # paragraphs, blockquotes and list items that are not link lines
+    fenced, open_unit = False, False
     for line in artifact.body.split("\n"):
         match = _INDEX_LINE_RE.match(line)
-        if match and (key := _link_target_key(match.group(2))):
+        if line.lstrip().startswith(("```", "~~~")):
+            fenced, open_unit = not fenced, False
+        elif match and (key := _link_target_key(match.group(2))):
             relations += _relations(key, match.group(3) or "")
             hook = clean_markup(match.group(3) or "")
             text = f"{clean_markup(match.group(1))} — {hook}" if hook else clean_markup(match.group(1))
             hooks.append(Hook(key, text, file_status(text), marker_of(hook) or marker_of(match.group(1)),
-                              timed_facts(text), revisions(text)))
-    return Extraction((), (), tuple(relations), hooks=tuple(hooks))
+                              timed_facts(text), revisions(text), line.strip()))
+            open_unit = False
+        elif fenced or not line.strip(">").strip() or line.lstrip().startswith(("#", "|")) or match:
+            open_unit = False
+        else:
+            if not open_unit or BULLET_RE.match(line.lstrip("> ")):
+                prose.append([])
+            prose[-1].append(line.rstrip())
+            open_unit = True
+    found = [("\n".join(unit), revision) for unit in prose
+             for revision in revisions(clean_markup(" ".join(part.lstrip("> ") for part in unit)))]
+    return Extraction((), (), tuple(relations), hooks=tuple(hooks), index_revisions=tuple(found))
 
 
 def _sectioned(artifact: Artifact, default: str, default_type: str) -> Extraction:

@@ -228,8 +228,8 @@ class UpdateView:
 
     id: int
     rule: str  # "revision:<rule>" (a statement about itself), "old-value:<rule>", or another writer's rule
-    newer_id: int
-    newer_text: str  # the newer claim as the graph words it
+    newer_id: int | None  # None for a revision MEMORY.md states (the index makes no claims)
+    newer_text: str  # the newer claim as the graph words it, else the index line verbatim
     new_text: str  # what the update says holds now
     old_text: str  # what it says no longer holds
     older_id: int | None
@@ -246,9 +246,9 @@ class UpdateView:
 
 
 _UPDATE_SQL = """
-SELECT u.id, u.rule, u.newer_id, na.text, u.new_text, u.old_text, u.older_id, oa.text, s.identity, ar.filename,
+SELECT u.id, u.rule, u.newer_id, coalesce(na.text, u.line, ''), u.new_text, u.old_text, u.older_id, oa.text, s.identity, ar.filename,
        ar.timestamp, os.identity, oar.filename, oar.timestamp
-FROM updates u JOIN assertions na ON na.id = u.newer_id JOIN sources s ON s.id = u.source_id
+FROM updates u LEFT JOIN assertions na ON na.id = u.newer_id JOIN sources s ON s.id = u.source_id
 JOIN artifacts ar ON ar.id = u.artifact_id LEFT JOIN assertions oa ON oa.id = u.older_id
 LEFT JOIN sources os ON os.id = u.older_source_id LEFT JOIN artifacts oar ON oar.id = os.current_artifact
 """

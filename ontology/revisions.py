@@ -372,7 +372,7 @@ def _arrow(text: str, m: re.Match[str]) -> tuple[str, str] | None:
     if lead:
         return lead.group("value"), new
     tail = _ARROW_TAIL.search(new)
-    if tail and tail.start() > 0:
+    if tail and tail.start() > 0 and not _ARROW_RE.search(old + new[:tail.start()]):  # "A→B/C→D 전환": a mapping
         return old, new[:tail.start()]
     if re.match(r"\s*[(（]\s*(?:renamed|umbenannt|renombrad[oa]|renommée?|改名|更名|이름 변경)", text[m.end() + len(new):]):
         return old, new

@@ -12,7 +12,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TypeVar
 
-SCHEMA_VERSION = 13  # 2: lsh is WITHOUT ROWID; 3: 15x4 LSH bands; 4: subsets (exact short near-dups);
+SCHEMA_VERSION = 14  # 2: lsh is WITHOUT ROWID; 3: 15x4 LSH bands; 4: subsets (exact short near-dups);
 # 5: evidence aggregates kept by delta (ontology/aggregate.py); 6: trigram indexes for CJK search
 # 7: memory_files (newest text of each memory file and of the index, for the projection)
 # 8: source identities fold NFC/NFD and case of file names; 9: NFC only, case kept (layout.name_key)
@@ -20,6 +20,7 @@ SCHEMA_VERSION = 13  # 2: lsh is WITHOUT ROWID; 3: 15x4 LSH bands; 4: subsets (e
 # 11: identifier_stances (identifiers each source declares removed or names in use, ADR 0009)
 # 12: updates (revisions and supersessions: which claim replaced which, by what rule, ADR 0009)
 # 13: updates.subject and timed_facts (time-varying values per source: supersession across sources)
+# 14: updates.newer_id nullable and updates.line (an index line's revision with no claim on the newer side)
 # A writer holding the lock is normal (one artifact at a time); wait for it rather than fail.
 BUSY_TIMEOUT_MS = 30_000
 WAL_AUTOCHECKPOINT_PAGES = 16_384
@@ -104,15 +105,18 @@ CREATE INDEX IF NOT EXISTS identifier_stances_source ON identifier_stances(sourc
 -- in the newer statement's own wording (old_text). Owned by source_id (the newer side) and, when the
 -- older side is another source's claim, also by older_source_id: a new version or a tombstone of
 -- either source removes the row and the writer re-derives what still holds (ontology/store.py).
+-- newer_id is NULL only for a revision MEMORY.md states (the index makes no claims): an index line
+-- whose linked file is not in the folder, or index prose; `line` then holds that index line verbatim.
 -- Evidence aggregates never read it: an update is history, not a stance.
 CREATE TABLE IF NOT EXISTS updates(
   id INTEGER PRIMARY KEY, source_id INTEGER NOT NULL, artifact_id INTEGER NOT NULL,
-  newer_id INTEGER NOT NULL, older_id INTEGER, older_source_id INTEGER,
+  newer_id INTEGER, older_id INTEGER, older_source_id INTEGER,
   rule TEXT NOT NULL, old_text TEXT NOT NULL, new_text TEXT NOT NULL,
-  subject TEXT);  -- the subject a supersession across sources was derived for (timed_facts), else NULL
+  subject TEXT,  -- the subject a supersession across sources was derived for (timed_facts), else NULL
+  line TEXT);  -- the index line verbatim when newer_id is NULL
 CREATE INDEX IF NOT EXISTS updates_source ON updates(source_id);
 CREATE INDEX IF NOT EXISTS updates_older_source ON updates(older_source_id) WHERE older_source_id IS NOT NULL;
-CREATE INDEX IF NOT EXISTS updates_newer ON updates(newer_id);
+CREATE INDEX IF NOT EXISTS updates_newer ON updates(newer_id) WHERE newer_id IS NOT NULL;
 CREATE INDEX IF NOT EXISTS updates_older ON updates(older_id) WHERE older_id IS NOT NULL;
 CREATE INDEX IF NOT EXISTS updates_subject ON updates(subject) WHERE subject IS NOT NULL;
 -- Time-varying things each source said (ADR 0009, "Supersession across sources"): a version, count,

@@ -177,9 +177,9 @@ class GraphWriter:
 
     # -- updates and supersession (ADR 0009; the table `updates`) -------------------------------
 
-    def record_update(self, source_id: int, artifact_id: int, rule: str, newer_id: int, old_text: str,
+    def record_update(self, source_id: int, artifact_id: int, rule: str, newer_id: int | None, old_text: str,
                       new_text: str, *, older_id: int | None = None, older_source_id: int | None = None,
-                      subject: str | None = None) -> bool:
+                      subject: str | None = None, line: str | None = None) -> bool:
         """Record that assertion `newer_id` (stated by `source_id` in `artifact_id`) updates something:
         `older_id`, a claim of `older_source_id` it supersedes, or (None) an old value its own wording
         names (`old_text`). `rule` names the rule that found it ("revision:from_to", …); old_text and
@@ -187,15 +187,18 @@ class GraphWriter:
         of either removes them, and the writer calls it before re-deriving a source's updates on each
         current version and on a tombstone. `subject` marks a supersession across sources derived from
         the timed_facts index (`_supersede` replaces those per subject). Returns False for a row already
-        recorded. Updates are history, not stances: the evidence aggregates and labels never read them."""
+        recorded. Updates are history, not stances: the evidence aggregates and labels never read them.
+        `newer_id` is None only for a revision the index states with no claim behind it; `line` is then
+        that index line verbatim."""
         conn = self.conn
-        if conn.execute("SELECT 1 FROM updates WHERE source_id=? AND newer_id=? AND older_id IS ? AND rule=? "
+        if conn.execute("SELECT 1 FROM updates WHERE source_id=? AND newer_id IS ? AND older_id IS ? AND rule=? "
                         "AND old_text=? AND new_text=?",
                         (source_id, newer_id, older_id, rule, old_text, new_text)).fetchone():
             return False
         conn.execute("INSERT INTO updates(source_id, artifact_id, newer_id, older_id, older_source_id, rule, "
-                     "old_text, new_text, subject) VALUES(?,?,?,?,?,?,?,?,?)",
-                     (source_id, artifact_id, newer_id, older_id, older_source_id, rule, old_text, new_text, subject))
+                     "old_text, new_text, subject, line) VALUES(?,?,?,?,?,?,?,?,?,?)",
+                     (source_id, artifact_id, newer_id, older_id, older_source_id, rule, old_text, new_text, subject,
+                      line if newer_id is None else None))
         return True
 
     def clear_updates(self, source_id: int, *, keep_own: bool = False) -> None:
@@ -216,6 +219,9 @@ class GraphWriter:
                 self.record_update(source_id, artifact_id, supersession.rule_name(revision.rule), newer_id,
                                    revision.old, revision.new, older_id=older,
                                    older_source_id=source_id if older is not None else None)
+        for line, revision in extraction.index_revisions:  # index prose: no claim on the newer side
+            self.record_update(source_id, artifact_id, supersession.rule_name(revision.rule), None, revision.old,
+                               revision.new, line=line)
         for match in supersession.matches(self.conn, source_id):
             self.record_update(match.source_id, match.artifact_id, match.rule, match.newer_id, match.old_text,
                                match.new_text, older_id=match.older_id, older_source_id=match.older_source_id)
@@ -395,11 +401,11 @@ class GraphWriter:
                 "WHERE kind='summary' AND assertion_id IS NOT NULL ORDER BY rowid")] \
                 if any(s.kind == "marker" and s.extra for s in said) else []
             pairs = timeline.file_updates(said, summaries)
-            for summary, hook in timeline.hook_revisions(said):
-                assert summary.assertion is not None
-                old_text, _, new_text = hook.extra.partition("\n")
-                self.record_update(hook.source, self._last_artifact(hook.source), hook.value, summary.assertion,
-                                   old_text, new_text or hook.text, subject=subject)
+            for summary, hook in timeline.hook_revisions(said):  # no summary: the linked file is not here
+                old_text, new_text, line = (hook.extra.split("\n", 2) + ["", ""])[:3]
+                self.record_update(hook.source, self._last_artifact(hook.source), hook.value,
+                                   summary.assertion if summary is not None else None, old_text,
+                                   new_text or hook.text, subject=subject, line=line or hook.text)
         else:
             pairs = timeline.value_updates(said)
         for newer, older, rule in pairs:
@@ -617,5 +623,5 @@ def _timed_rows(source_id: int, extraction: Extraction, statement_ids: list[int]
                          hook.target, hook.text, 1, ""))
         for revision in hook.revisions:  # recorded against the linked file's summary (`_supersede`)
             rows.append((FILE_SUBJECT + hook.target, timeline.REVISION, supersession.rule_name(revision.rule), None, 0,
-                         source_id, None, hook.target, hook.text, 1, f"{revision.old}\n{revision.new}"))
+                         source_id, None, hook.target, hook.text, 1, f"{revision.old}\n{revision.new}\n{hook.line}"))
     return rows

@@ -409,7 +409,7 @@ class Said:
 FILE_SUBJECT = "file:"
 IDENTIFIER_SUBJECT = "ident:"
 REMOVED, IN_USE = "removed", "in_use"
-REVISION = "revision"  # an index line's self-stated revision: value is its rule, extra "old\nnew"
+REVISION = "revision"  # an index line's self-stated revision: value is its rule, extra "old\nnew\nline"
 
 
 def identifier_facts(stances: tuple[tuple[str, int], ...], text: str) -> tuple[Fact, ...]:
@@ -491,12 +491,11 @@ def successor_of(phrase: str, summaries: list[Said], exclude: str | None) -> Sai
     return top[0] if best and len({s.owner for s in top}) == 1 else None
 
 
-def hook_revisions(said: list[Said]) -> list[tuple[Said, Said]]:
+def hook_revisions(said: list[Said]) -> list[tuple[Said | None, Said]]:
     """(summary, hook) for each revision an index line states about its file: the update is the index's,
-    shown against the file's own summary claim (the index itself makes no claims). None without one."""
+    shown against the file's own summary claim (the index itself makes no claims); summary None when
+    the linked file is not in the folder (the update then carries the index line alone)."""
     summary = next((s for s in said if s.kind == "summary" and s.assertion is not None), None)
-    if summary is None:
-        return []
     return [(summary, s) for s in said if s.hook and s.kind == REVISION]
 
 

@@ -38,15 +38,21 @@ def _updates(onto: Ontology) -> set[tuple[str, ...]]:
     return {tuple(r) for r in rows}
 
 
-@pytest.mark.parametrize("index_first", [False, True])
-def test_index_line_revisions_are_recorded_against_the_linked_file(tmp_path: Path, index_first: bool):
+def _ingest_folder(tmp_path: Path, files: dict[str, str], index_first: bool) -> tuple[Path, Ontology]:
+    """The files written to a folder and ingested, the index first or last."""
     folder = tmp_path / "memory"
     folder.mkdir()
-    for name, text in FILES.items():
+    for name, text in files.items():
         (folder / name).write_text(text, encoding="utf-8")
     paths = sorted(folder.glob("*.md"), key=lambda p: (p.name != "MEMORY.md") == index_first)
     onto = Ontology(tmp_path / "graph", "idx", create=True)
     assert all(r.status.value == "new" for r in onto.ingest_paths(paths, Channel.CLI))
+    return folder, onto
+
+
+@pytest.mark.parametrize("index_first", [False, True])
+def test_index_line_revisions_are_recorded_against_the_linked_file(tmp_path: Path, index_first: bool):
+    folder, onto = _ingest_folder(tmp_path, FILES, index_first)
     assert _updates(onto) == EXPECTED
     with onto.reader() as conn:  # the index makes no claims of its own
         assert conn.execute("SELECT count(*) FROM stances st JOIN artifacts ar ON ar.id = st.artifact_id "
@@ -89,13 +95,7 @@ def _index_updates(onto: Ontology) -> set[tuple[str, ...]]:
 
 @pytest.mark.parametrize("index_first", [False, True])
 def test_index_revisions_without_a_claim_on_the_newer_side(tmp_path: Path, index_first: bool):
-    folder = tmp_path / "memory"
-    folder.mkdir()
-    for name, text in INDEX_ONLY.items():
-        (folder / name).write_text(text, encoding="utf-8")
-    paths = sorted(folder.glob("*.md"), key=lambda p: (p.name != "MEMORY.md") == index_first)
-    onto = Ontology(tmp_path / "graph", "idx", create=True)
-    assert all(r.status.value == "new" for r in onto.ingest_paths(paths, Channel.CLI))
+    folder, onto = _ingest_folder(tmp_path, INDEX_ONLY, index_first)
     assert _index_updates(onto) == INDEX_ONLY_EXPECTED
     with onto.reader() as conn:  # the index makes no claims, and its projection is the author's bytes
         assert conn.execute("SELECT count(*) FROM stances st JOIN artifacts ar ON ar.id = st.artifact_id "

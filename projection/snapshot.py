@@ -7,6 +7,7 @@ memory file is named by its own file name everywhere (`memory_files`); other con
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import sqlite3
 from collections.abc import Sequence
@@ -21,6 +22,7 @@ from projection.topic import MemoryTopic, Stand, Voice
 
 MEMORY_NAME = "MEMORY.md"
 SIDE_CHARS = 160  # each side of a dispute names its sources within this many characters
+NOW_SAYS_CHARS = 100  # what a linked file says now, beside an index line it supersedes
 _NON_ALNUM = re.compile(r"[^a-z0-9]+")
 
 
@@ -67,6 +69,17 @@ def _marks(affirmed: int, contested: int, contradicted: int) -> str:
     return " · ".join(p for p in parts if p)
 
 
+def _now_says(conn: sqlite3.Connection) -> dict[str, str]:
+    """Concept key -> what its file says now, for each index line that file supersedes (a later status,
+    count or value than the line states: ADR 0009, "Index lines"); the newest statement wins."""
+    out: dict[str, str] = {}
+    for key, text in conn.execute(
+            """SELECT c.key, u.new_text FROM updates u JOIN assertions a ON a.id = u.newer_id
+               JOIN concepts c ON c.id = a.concept_id WHERE u.rule = 'supersede:index' ORDER BY u.id"""):
+        out[key] = text
+    return out
+
+
 def _sides(rows: list[queries.EvidenceRow], stance: int) -> str:
     names = ", ".join(f"{source_name(r.source)} {r.timestamp[:10]}" for r in rows if r.stance == stance)
     return clip(names or "-", SIDE_CHARS)
@@ -108,6 +121,14 @@ def memory_snapshot(conn: sqlite3.Connection, ontology: str, limit: int = MAX_LI
             name = by_loose.get(_loose(block.target)) if block.target else None
             if name is not None and files[name] in by_key:
                 indexed[block.target] = line(files[name])  # type: ignore[index]
+    # The author's line stays verbatim; where the linked file states a later value, the mark says what
+    # it says now instead of counting confirmations of a line that is out of date.
+    now_says = _now_says(conn) if indexed else {}
+    for target, c in list(indexed.items()):
+        if c.key in now_says:
+            disputed = [m for m in c.marks.split(" · ") if m.endswith("disputed")]
+            said = f"{c.file} now says “{clip(now_says[c.key], NOW_SAYS_CHARS)}”"
+            indexed[target] = dataclasses.replace(c, marks=" · ".join([said, *disputed]))
     linked = {c.key for c in indexed.values()}
     ranked = [s.key for s in rank([ConceptStats(r[0], float(r[5]), degree.get(r[0], 0), r[3])
                                    for r in by_key.values()]) if s.key not in linked]

@@ -111,3 +111,23 @@ def test_a_new_version_that_drops_the_newer_value_ends_the_supersession(tmp_path
     assert onto.ingest_paths([edited], Channel.CLI)[0].status.value in ("new", "updated")
     assert _updates(onto) == {u for u in EXPECTED if u[3] != "project_shop_migration.md"}
     onto.close()
+
+
+def test_memory_md_keeps_a_stale_index_line_verbatim_and_marks_what_its_file_says_now(tmp_path: Path):
+    """The index is what the agent reads first: a line its own file has moved past keeps the author's
+    words and gains a mark with the file's newer statement, not a count of confirmations."""
+    from projection.render import render_memory
+    from projection.snapshot import memory_snapshot
+
+    onto = _ingest(tmp_path, sorted(FOLDER.glob("*.md")))
+    with onto.reader() as conn:
+        text = render_memory(memory_snapshot(conn, onto.slug))
+    index = (FOLDER / "MEMORY.md").read_text(encoding="utf-8")
+    for line in index.splitlines():  # every line of the author's index is there, as written
+        assert line in text
+    bots = next(line for line in text.splitlines() if "(project_bots.md)" in line)
+    assert bots.endswith("⟨kg: project_bots.md now says “Configuration BotFleet 5 agents sur le VPS (CEO, QA, SEO, "
+                         "Dev, Data)”⟩"), bots
+    sessions = next(line for line in text.splitlines() if "(project_sessions.md)" in line)
+    assert "now says “2.3 | ✅ Completa" in sessions and "confirmed" not in sessions, sessions
+    onto.close()

@@ -508,6 +508,7 @@ def redirect_write(payload: dict, project: Project) -> dict | None:
         except OSError as exc:
             return _deny(f"Not saved: kgbridge's outbox cannot be written ({exc.strerror or exc}); retry later.")
         spawn_worker(str(project.root), Harness.CLAUDE, state=state)
+        _keep_host_copy_back(state, target.name)
         return _deny(f"Saved to the kgbridge outbox instead: this memory directory is kgbridge's read-only "
                      f"projection. The edit of {target.name} is applied to its current text and delivered in "
                      f"the background; MEMORY.md and the topic files show the result.")
@@ -521,6 +522,7 @@ def redirect_write(payload: dict, project: Project) -> dict | None:
     elif outcome is Outcome.UNSAVED:
         return _deny("Not saved: kgbridge's outbox cannot be written (see `kgbridge status`). This memory "
                      "directory is kgbridge's read-only projection; retry once the state directory is fixed.")
+    _keep_host_copy_back(state, target.name)
     where = "the knowledge graph" if outcome in (Outcome.DELIVERED, Outcome.SEEN) else \
         "the kgbridge outbox (delivered in the background)"
     return _deny(f"Saved to {where} instead: this memory directory is kgbridge's read-only projection. "
@@ -603,6 +605,18 @@ def _withhold(state: ProjectState, names: list[str], delivered: Delivered) -> No
         known.save()
     except OSError as exc:
         log(f"could not record the deletion of {', '.join(names)} locally ({exc.strerror or exc})")
+
+
+def _keep_host_copy_back(state: ProjectState, name: str) -> None:
+    """A file written through the mount: the host's copy underneath is the text the agent replaced, so
+    after an unmount a rescan does not send it back as the newest version while it is unchanged
+    (KnownFiles.withhold; a later change to it is news). Best effort, like `_withhold`."""
+    try:
+        known = forgetting.KnownFiles(state, forgetting.Folder.CLAUDE)
+        known.withhold(name)
+        known.save()
+    except OSError as exc:
+        log(f"could not record that {name} was rewritten through the mount ({exc.strerror or exc})")
 
 
 def _deny(reason: str) -> dict:

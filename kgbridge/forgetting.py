@@ -84,8 +84,9 @@ class KnownFiles:
         atomic_write(self.path, json.dumps(self.files, sort_keys=True).encode())
 
     def withhold(self, name: str) -> None:
-        """`name` was deleted through the mounted projection: the host's copy underneath is what the
-        agent deleted, so it is not sent again while unchanged (its bytes are learned at the next rescan)."""
+        """`name` was deleted or rewritten through the mounted projection: the host's copy underneath is
+        what the agent deleted or replaced, so it is not sent again while unchanged (its bytes are
+        learned at the next rescan)."""
         self.files[name] = {**self.files.get(name, {}), WITHHELD: True}
 
     def withholds(self, name: str, fingerprint: dict[str, object]) -> bool:

@@ -9,6 +9,7 @@ import json
 import re
 import sqlite3
 import subprocess
+import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -384,6 +385,36 @@ def test_a_file_deleted_through_the_mount_and_written_again_is_its_next_version(
             (1, "memory"), (2, "tombstone"), (3, "memory")]
         assert dict(stack.sources())["memory:shop/project_deploy.md"] is None
     assert "project_deploy.md" in rebuild_gives_the_same_graph(stack.graph_root)
+
+
+@requires_fuse
+def test_a_file_written_through_the_mount_stays_its_newest_version_after_an_unmount(tmp_path: Path):
+    """The mount is read-only: the agent's rewrite went to the graph, and the host's copy underneath is
+    still the text it replaced. Unmounted, a rescan must not send that stale copy back as the newest
+    version; a later change to the host file is news again."""
+    thursday = DEPLOY.replace("Tuesdays", "Thursdays")
+    friday = DEPLOY.replace("Tuesdays", "Fridays")
+    stack = Stack(tmp_path, "dir")
+    (stack.bridge.memory_dir / "project_deploy.md").write_text(DEPLOY)
+    with stack.running():
+        stack.flush(settle_on=1)
+        with mounted(stack) as mem:
+            decision = _pre_tool_use(stack.bridge, "Write", {"file_path": str(mem / "project_deploy.md"),
+                                                             "content": thursday}, stack.env)
+            assert decision["permissionDecision"] == "deny" and "Saved to" in decision["permissionDecisionReason"]
+            assert wait_for(lambda: stack.artifacts() == 2, timeout=30), stack.rows("SELECT filename, kind FROM artifacts")
+        assert (stack.bridge.memory_dir / "project_deploy.md").read_text() == DEPLOY, "the host copy is untouched"
+        result = stack.bridge.cli("flush", env=stack.env)
+        assert result.returncode == 0, result.stderr
+        assert wait_for(lambda: not drops(stack.bridge.ingest), timeout=30)
+        time.sleep(1)  # a stale copy sent back would have arrived by now
+        assert stack.artifacts() == 2, stack.rows("SELECT filename, kind, version FROM artifacts")
+        assert stack.claim("Deploys happen on Thursdays")[1] == 1 and stack.claim("Deploys happen on Tuesdays")[1] == 0
+        # the user edits the host file afterwards: that is a new version
+        (stack.bridge.memory_dir / "project_deploy.md").write_text(friday)
+        stack.flush(settle_on=3)
+        assert stack.claim("Deploys happen on Fridays")[1] == 1
+    rebuild_gives_the_same_graph(stack.graph_root)
 
 
 @requires_fuse

@@ -1,10 +1,10 @@
 """Which claims of other sources a recorded revision supersedes: a claim that still states the old
-value of a revision ("deploy: GitHub → Cloudflare Pages" after "Cloudflare Workers (not Pages)").
+value of a revision ("deploy: GitHub → Acme Pages" after "Acme Workers (not Pages)").
 
 Invariant: precision first and symmetric. A claim is superseded only when it contains the revision's
 old value verbatim (whole words), does not also state the new value, is not itself a revision or a
 negation, shares a specific name or identifier with the revising statement (two for a bare number),
-beside the value (the name qualifies the value in both statements: "Cloudflare Pages", "Expo SDK 52"),
+beside the value (the name qualifies the value in both statements: "Acme Pages", "Nimbus SDK 12"),
 and its source is not newer than the reviser's (by day). Read-only: the writer records the matches.
 """
 
@@ -93,7 +93,7 @@ _QUALIFIER_RE = re.compile(r"(?:`([^`]+)`|([A-Za-z][\w.+#\-]*))\s*$")
 
 
 def _qualifier(text: str, start: int) -> str | None:
-    """The name right before a number ("SDK" in "Expo SDK 52"): a code span or a word with an inner
+    """The name right before a number ("SDK" in "Nimbus SDK 12"): a code span or a word with an inner
     capital or a digit, so "version 52" or "the 52" qualify nothing."""
     m = _QUALIFIER_RE.search(text[:start])
     if m is None:
@@ -198,7 +198,7 @@ def _match(rev: _Revision, older_id: int, older_source: int, text: str, day: str
 def matches(conn: sqlite3.Connection, source_id: int) -> list[Match]:
     """Claims superseded by a revision, in both directions for one source: its revisions against
     every current claim (its own other claims too: a file that says "not Pages" and, in a stale line,
-    "Cloudflare Pages"), and other sources' revisions against its current claims."""
+    "Acme Pages"), and other sources' revisions against its current claims."""
     out: list[Match] = []
     for rev in _revisions(conn, "u.source_id = ?", (source_id,)):
         for older_id, older_source, text, ts, stance in conn.execute(

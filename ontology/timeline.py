@@ -18,10 +18,10 @@ from ontology.tokens import fold
 
 
 class FactKind(enum.Enum):
-    VERSION = "version"  # "Expo SDK 52", "Pest v3", "React Native 0.83.4"
-    COUNT = "count"  # "OpenClaw 10 agents"
+    VERSION = "version"  # "Nimbus SDK 12", "Quarto v3", "React Native 0.83.4"
+    COUNT = "count"  # "BotFleet 6 agents"
     STATUS = "status"  # "S1.6 pendiente", "| 1.6 | ✅ Completa |"
-    METRIC = "metric"  # "public best stays at 0.8593", "Public best: 0.8534"
+    METRIC = "metric"  # "public best stays at 0.9120", "Public best: 0.9088"
     RANK = "rank"  # "GEMM: 16.2μs (rank 151)", `| GEMM | … | ~130th |` under a "Rank" column
     IDENTIFIER = "identifier"  # a dated "`x` removed" / a dated plain mention of `x` (ontology.removals)
 
@@ -175,7 +175,7 @@ _VERSION_RE = re.compile(
     r"(?<![A-Za-z0-9_.\-/])(?P<name>(?:[A-Z][\w+#\-]*\s+)?[A-Za-z][\w+#\-]*)\s+"
     r"(?:(?P<sdk>SDK|API|version|Version|ver\.?)\s*v?(?P<n1>\d+(?:\.\d+){0,3})|v(?P<n2>\d+(?:\.\d+){0,3})|"
     r"(?P<n3>\d+\.\d+(?:\.\d+){0,2}))(?![A-Za-z0-9_.\-/%])(?!\s*(?:x\b|×|[-–~]\s*\d))")
-# "<Name> <n> <plural noun>": a count of a named thing ("OpenClaw 10 agents", "Hetzner 3 nodes").
+# "<Name> <n> <plural noun>": a count of a named thing ("BotFleet 6 agents", "Hetzner 3 nodes").
 _COUNT_RE = re.compile(
     rf"(?<![A-Za-z0-9_.\-/])(?P<name>[A-Z][A-Za-z0-9]*[A-Z][A-Za-z0-9]*|[A-Z][a-z]+[A-Z][A-Za-z0-9]*)\s+(?P<n>\d+)\s+"
     r"(?P<noun>[a-z]{3,}s)\b")
@@ -191,7 +191,7 @@ _ITEM_STATUS_WINDOW = 24
 # A version written with dots is a version when it has two dots or a small minor part ("0.83.4",
 # "3.12", "2.3"); "0.065" and "0.8534" are measurements.
 _DOTTED_VERSION_RE = re.compile(r"\d+\.\d+\.\d+(?:\.\d+)?|[1-9]\d*\.\d{1,2}")
-# The statement moves the subject to this value: "updated to Expo SDK 55", "actualizado a", "升级到".
+# The statement moves the subject to this value: "updated to Nimbus SDK 14", "actualizado a", "升级到".
 _UPGRADE_BEFORE_RE = re.compile(
     r"\b(?:updated|upgraded|migrated|bumped|moved|switched|raised|pinned)\s+(?:\w+\s+){0,2}?(?:to|onto)\s+$"
     r"|\b(?:actualizad[oa]|migrad[oa]|subid[oa]|pasad[oa])\s+(?:\w+\s+){0,2}?a\s+$"

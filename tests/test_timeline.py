@@ -154,7 +154,7 @@ def test_an_index_line_is_stale_beside_its_own_file_unless_it_is_later():
     later_hook = _said("count", "10", assertion=None, hook=True, owner="bots", source=9, date="2026-05-02")
     assert T.value_updates([later_hook, _said("count", "9", owner="bots", date="2026-05-01")]) == []
     version_hook = _said("version", "3", assertion=None, hook=True, owner="bots", source=9)
-    assert T.value_updates([version_hook, _said("version", "4", owner="bots")]) == []  # "Pest v4 requires …"
+    assert T.value_updates([version_hook, _said("version", "4", owner="bots")]) == []  # "Quarto v4 requires …"
 
 
 def test_a_dated_removal_after_every_dated_use_is_a_supersession_not_a_dispute():

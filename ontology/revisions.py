@@ -409,8 +409,8 @@ def specific_value(value: str) -> bool:
 
 def paired(texts: list[str]) -> list[tuple[int, int, Revision]]:
     """(older index, newer index, revision) for a statement that states an original plan or design
-    ("Original plan: …", "the original code used …") and one of the next PAIR_REACH statements that
-    states what holds now ("Current direction: …", "Now …", "The real model (now implemented) …")."""
+    ("Original plan: …", "the original design used …") and one of the next PAIR_REACH statements that
+    states what holds now ("Current direction: …", "Now …", "The actual design (in place now) …")."""
     out: list[tuple[int, int, Revision]] = []
     for i, text in enumerate(texts):
         folded = text.casefold()

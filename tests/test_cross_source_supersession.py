@@ -46,7 +46,7 @@ EXPECTED = {
     # file markers: a link to a HISTORICAL file said as current; a SUPERSEDED file's successor (named "plan 8")
     ("supersede:historical-link", "spawn-plan.md", "Spawn the first player (TEMP cube, see mesh-placeholder) at the depot "
      "with gravity", "mesh-placeholder.md", "HISTORICAL — the cube placeholder was replaced by the Kestrel character (plan 5)"),
-    ("supersede:successor", "drive-plan.md", "Plan 7 — arcade kinematic car driving (WASD) for the seated player",
+    ("supersede:successor", "drive-plan.md", "Plan 7 — simple cart steering (WASD) for the rider",
      "physics-plan.md", "Plan 8 — echte Fahrphysik statt Arcade-Steuerung (Kollision, Schwerkraft, Federung)"),
 }
 # Not found, on purpose: "Quarto v3" in the index beside "Quarto v4 requiere …" (a version named, not

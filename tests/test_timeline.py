@@ -10,7 +10,7 @@ from ontology.timeline import Fact, FactKind, Marker, Said, Status
 
 
 @pytest.mark.parametrize("text, date", [
-    ("Laptop migration COMPLETE as of 2026-06-25; all cleanup done", "2026-06-25"),
+    ("Server move COMPLETE as of 2026-02-14; nothing left to clean", "2026-02-14"),
     ("S1.6 pendiente al 2026-03-29", "2026-03-29"),
     ("2026-07-24 停掉 AI 推播(cron 移除)", "2026-07-24"),
     ("2026年7月24日に停止した", "2026-07-24"),
@@ -36,7 +36,7 @@ def test_a_file_date_is_modified_else_the_latest_of_name_file_name_and_date_fiel
 
 @pytest.mark.parametrize("text, status", [
     ("Workstation migration in-flight — cutover deferred until reinstall confirmed", Status.PENDING),
-    ("COMPLETE as of 2026-06-25; all cleanup done", Status.DONE),
+    ("COMPLETE as of 2026-02-14; nothing left to clean", Status.DONE),
     ("estado V1 parcial pendiente refactorizar", Status.PENDING),
     ("✅ Completa (refactor v2)", Status.DONE),
     ("Phase 1 stabilisation en cours", Status.PENDING),

@@ -268,12 +268,28 @@ def updates(conn: sqlite3.Connection, *, newer: Iterable[int] | None = None,
     return [out[k] for k in sorted(out)]
 
 
+# A claim stands while some source states it (for or against); one every source withdrew (its files
+# deleted or rewritten without it: ADR 0012) is history, shown by `history` but never counted.
+STANDING = "n_pos + n_neg > 0"
+
+
 def counts(conn: sqlite3.Connection) -> dict[str, object]:
-    by_status = {r[0]: r[1] for r in conn.execute("SELECT status, count(*) FROM assertions GROUP BY status")}
+    """What the agent can see, counted as MEMORY.md's header counts it: claims that stand, concepts
+    with a memory file or a standing claim (or no claim at all, a bare hint), sources not deleted.
+    `withdrawn` and `artifacts` count the history the archive keeps."""
+    by_status = {r[0]: r[1] for r in conn.execute(
+        f"SELECT status, count(*) FROM assertions WHERE {STANDING} GROUP BY status")}
+    forgotten = conn.execute(
+        f"""SELECT count(*) FROM concepts c WHERE EXISTS (SELECT 1 FROM assertions a WHERE a.concept_id = c.id)
+            AND NOT EXISTS (SELECT 1 FROM assertions a WHERE a.concept_id = c.id AND a.{STANDING})
+            AND NOT EXISTS (SELECT 1 FROM memory_files m WHERE m.concept = c.key AND m.kind = 'memory'
+                            AND substr(m.filename, -3) = '.md' AND m.filename != 'MEMORY.md')""").fetchone()[0]
+    total = conn.execute("SELECT count(*) FROM assertions").fetchone()[0]
     return {
-        "concepts": conn.execute("SELECT count(*) FROM concepts").fetchone()[0],
-        "assertions": conn.execute("SELECT count(*) FROM assertions").fetchone()[0],
+        "concepts": conn.execute("SELECT count(*) FROM concepts").fetchone()[0] - forgotten,
+        "assertions": sum(by_status.values()),
+        "withdrawn": total - sum(by_status.values()),
         "artifacts": conn.execute("SELECT count(*) FROM artifacts").fetchone()[0],
-        "sources": conn.execute("SELECT count(*) FROM sources").fetchone()[0],
+        "sources": conn.execute("SELECT count(*) FROM sources WHERE deleted_at IS NULL").fetchone()[0],
         "by_status": by_status,
     }

@@ -154,7 +154,7 @@ def memory_snapshot(conn: sqlite3.Connection, ontology: str, limit: int = MAX_LI
     # The header counts what stands: a claim every source withdrew (its file deleted, ADR 0012) and a
     # concept left with only such claims and no file are history, not memory.
     forgotten = sum(1 for r in rows if r[11] and not r[6] and r[0] not in file_of)
-    by_status = dict(conn.execute("SELECT status, count(*) FROM assertions WHERE n_pos + n_neg > 0 GROUP BY status"))
+    by_status = dict(conn.execute(f"SELECT status, count(*) FROM assertions WHERE {queries.STANDING} GROUP BY status"))
     generated = max((r[3] for r in rows), default="")
     return MemorySnapshot(ontology, generated, {"concepts": len(rows) - forgotten, "assertions": sum(by_status.values()),
                                                 **by_status}, ordered, disputed,

@@ -159,6 +159,12 @@ def test_a_deleted_memory_file_stops_counting_and_leaves_the_projection(stack: S
         standing = stack.rows("SELECT count(*) FROM assertions WHERE n_for + n_against > 0")[0][0]
         assert standing < claims, "the deleted file's claims were withdrawn"
         assert header_counts(memory) == (concepts - 1, standing), "the header counts what stands"
+        # The status the agent asks for (HTTP, MCP kg_status, `kgbridge show`) counts what MEMORY.md shows.
+        counted = httpx.get(f"{stack.server.url}/ontologies/shop", timeout=10).json()["counts"]
+        assert (counted["concepts"], counted["assertions"]) == (concepts - 1, standing), counted
+        assert counted["withdrawn"] == claims - standing and counted["sources"] == 1, counted
+        shown = stack.bridge.cli("show", "--json", "--root", str(stack.graph_root), "--ontology", "shop", env=stack.env)
+        assert json.loads(shown.stdout)["counts"] == counted, shown.stderr
         deleted_at = dict(stack.sources())["memory:shop/project_deploy.md"]
         assert deleted_at is not None
     names = rebuild_gives_the_same_graph(stack.graph_root)

@@ -257,15 +257,26 @@ LEFT JOIN sources os ON os.id = u.older_source_id LEFT JOIN artifacts oar ON oar
 def updates(conn: sqlite3.Connection, *, newer: Iterable[int] | None = None,
             older: Iterable[int] | None = None) -> list[UpdateView]:
     """Recorded updates, all of them or those whose newer / older side is one of the given assertions,
-    in the order they were recorded."""
+    in the order they were recorded; a pair recorded for several subjects (one row each) once."""
     if newer is None and older is None:
-        return [UpdateView(*r) for r in conn.execute(_UPDATE_SQL + " ORDER BY u.id")]
+        return _once(UpdateView(*r) for r in conn.execute(_UPDATE_SQL + " ORDER BY u.id"))
     out: dict[int, UpdateView] = {}
     for column, ids in (("u.newer_id", newer), ("u.older_id", older)):
         for marks, chunk in in_chunks(sorted(set(ids or ()))):
             out.update((r[0], UpdateView(*r)) for r in conn.execute(
                 _UPDATE_SQL + f" WHERE {column} IN ({marks})", chunk))
-    return [out[k] for k in sorted(out)]
+    return _once(out[k] for k in sorted(out))
+
+
+def _once(views: Iterable[UpdateView]) -> list[UpdateView]:
+    seen: set[tuple[object, ...]] = set()
+    out = []
+    for u in views:
+        key = (u.rule, u.newer_id, u.newer_text, u.older_id, u.old_text, u.new_text, u.source)
+        if key not in seen:
+            seen.add(key)
+            out.append(u)
+    return out
 
 
 # A claim stands while some source states it (for or against); one every source withdrew (its files

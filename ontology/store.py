@@ -191,9 +191,11 @@ class GraphWriter:
         `newer_id` is None only for a revision the index states with no claim behind it; `line` is then
         that index line verbatim."""
         conn = self.conn
+        # Per subject: one pair superseded for two subjects is two rows, so that re-deriving one subject
+        # (`_supersede` deletes its rows) leaves the other's (readers show the pair once: queries.updates).
         if conn.execute("SELECT 1 FROM updates WHERE source_id=? AND newer_id IS ? AND older_id IS ? AND rule=? "
-                        "AND old_text=? AND new_text=?",
-                        (source_id, newer_id, older_id, rule, old_text, new_text)).fetchone():
+                        "AND old_text=? AND new_text=? AND subject IS ?",
+                        (source_id, newer_id, older_id, rule, old_text, new_text, subject)).fetchone():
             return False
         conn.execute("INSERT INTO updates(source_id, artifact_id, newer_id, older_id, older_source_id, rule, "
                      "old_text, new_text, subject, line) VALUES(?,?,?,?,?,?,?,?,?,?)",

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from conftest import FIXTURES, graph_snapshot
+from ontology import queries
 from ontology.artifact import Channel
 from ontology.ingest import Ontology
 
@@ -130,4 +131,30 @@ def test_memory_md_keeps_a_stale_index_line_verbatim_and_marks_what_its_file_say
                          "Dev, Data)”⟩"), bots
     sessions = next(line for line in text.splitlines() if "(project_sessions.md)" in line)
     assert "now says “2.3 | ✅ Completa" in sessions and "confirmed" not in sessions, sessions
+    onto.close()
+
+
+def _memory(name: str, line: str) -> bytes:
+    return f"---\nname: {name}\ndescription: fleet sizes\ntype: project\n---\n- {line}\n".encode()
+
+
+def test_one_pair_superseded_for_two_subjects_survives_when_one_subject_moves_on(tmp_path: Path):
+    """A statement superseding another for two subjects (two counts) records the pair once per subject:
+    when a third file supersedes it for one subject only, the pair still stands for the other."""
+    onto = Ontology(tmp_path, "fleet", create=True)
+    older = "BotFleet 4 agents, PollenFleet 3 agents (2026-01-05)"
+    newer = "BotFleet 6 agents, PollenFleet 5 agents (2026-03-01)"
+    for name, line in (("fleet_jan.md", older), ("fleet_mar.md", newer),
+                       ("fleet_may.md", "BotFleet 8 agents (2026-05-01)")):
+        assert onto.ingest(name, _memory(name, line), Channel.CLI).status.value == "new"
+        if name == "fleet_mar.md":
+            with onto.reader() as conn:  # shown once, though recorded for both subjects
+                assert [(u.newer_text, u.older_text) for u in queries.updates(conn)] == [(newer, older)]
+    with onto.reader() as conn:
+        pairs = {(u.newer_text, u.older_text) for u in queries.updates(conn)}
+    assert (newer, older) in pairs, "PollenFleet 5 agents still supersedes PollenFleet 3 agents"
+    assert {("BotFleet 8 agents (2026-05-01)", older), ("BotFleet 8 agents (2026-05-01)", newer)} <= pairs
+    before = graph_snapshot(onto.paths.database)
+    onto.rebuild()
+    assert graph_snapshot(onto.paths.database) == before
     onto.close()

@@ -441,6 +441,12 @@ def _edited_content(project: Project, target: Path, tool: str, tool_input: dict,
     content = intended_content(tool, tool_input, current)
     if content is None:
         return None
+    if target.name == "MEMORY.md":
+        # The projected index: save the author's lines without ours (header, disputes, marks, footer),
+        # or the next projection would show them as the author's, twice.
+        from projection.indexedit import index_from_view  # only writes to the mounted slot pay for it
+
+        return index_from_view(content)
     # What the agent saw was a topic file: save what this memory file now says (its own text without
     # the projection's evidence appendix), as the next version of that same file.
     from projection.topic import topic_to_memory  # only writes to the mounted slot pay for it

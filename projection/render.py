@@ -28,6 +28,12 @@ MAX_LINE_BYTES = 400
 RULE_TYPES = frozenset({"user", "feedback"})
 RANKED_HEADINGS = ("## Rules: user and feedback memories", "## Memory, most grounded and connected first")
 ADDITIONS_HEADING = "## Also in the knowledge graph (not in the index), ranked"
+DISPUTED_HEADING = "## Disputed: sources disagree"
+# What opens the lines only the projection writes (projection/indexedit.py takes them out of an edit).
+HEADER_PREFIX = "> kgbridge ("
+RANKED_TITLE_PREFIX = "# Memory: "
+FOOTER_PREFIX = "_Not shown: "
+MARK_OPEN = " ⟨kg: "
 
 
 @dataclass(frozen=True)
@@ -108,7 +114,7 @@ class _Budget:
 
 
 def _marks(marks: str) -> str:
-    return f" ⟨kg: {marks}⟩" if marks else ""
+    return f"{MARK_OPEN}{marks}⟩" if marks else ""
 
 
 def _concept_line(c: ConceptLine) -> str:
@@ -122,7 +128,7 @@ def _disputed_line(d: DisputedLine) -> str:
 
 def _footer(hidden_entries: int, hidden_concepts: int, hidden_disputed: int) -> str:
     entries = f"{hidden_entries} index entries, " if hidden_entries else ""
-    return (f"_Not shown: {entries}{hidden_concepts} concepts, {hidden_disputed} disputed claims. Every memory file "
+    return (f"{FOOTER_PREFIX}{entries}{hidden_concepts} concepts, {hidden_disputed} disputed claims. Every memory file "
             f"is here under its own name (with its evidence at the end); search with `kgbridge search` or MCP "
             f"kg_search / kg_concept / kg_contested._")
 
@@ -130,11 +136,11 @@ def _footer(hidden_entries: int, hidden_concepts: int, hidden_disputed: int) -> 
 def _header(snap: MemorySnapshot, indexed: bool) -> list[str]:
     c = snap.counts
     if indexed:
-        return [clip(f"> kgbridge ({snap.ontology}): your index below, verbatim; ⟨kg: …⟩ marks what other sources "
+        return [clip(f"{HEADER_PREFIX}{snap.ontology}): your index below, verbatim; ⟨kg: …⟩ marks what other sources "
                      f"add. {c.get('concepts', 0)} concepts, {snap.n_disputed} disputed claims; generated "
                      f"{snap.generated}.")]
     return [
-        f"# Memory: {clip(snap.ontology, 120)} (kgbridge)",
+        f"{RANKED_TITLE_PREFIX}{clip(snap.ontology, 120)} (kgbridge)",
         clip(f"{c.get('concepts', 0)} concepts · {c.get('assertions', 0)} claims · {snap.n_disputed} disputed · "
              f"generated {snap.generated}"),
         "Marks ⟨kg: …⟩ say what independent sources add (Dempster–Shafer); disputed claims name both sides.",
@@ -151,7 +157,7 @@ def _take_disputed(snap: MemorySnapshot, budget: _Budget, shown: int, out: list[
                    line_cap: int, count_cap: int) -> int:
     """Append disputed lines from `shown` on while they fit the caps; returns how many are shown."""
     if shown == 0 and snap.disputed:
-        first = ["", "## Disputed: sources disagree", _disputed_line(snap.disputed[0])]
+        first = ["", DISPUTED_HEADING, _disputed_line(snap.disputed[0])]
         if not budget.fits(first, byte_cap, line_cap):
             return 0
         budget.take(first)

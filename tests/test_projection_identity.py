@@ -150,3 +150,26 @@ def test_a_rival_from_the_same_day_disputes_and_only_a_later_day_supersedes(tmp_
     onto.close()
     assert "project_db_b.md (2026-04-01) disputes:" in topic, topic
     assert "project_db_c.md (2026-04-05) supersedes:" in topic, topic
+
+
+@requires_fuse
+@pytest.mark.parametrize("tool", ["Edit", "Write"])
+def test_an_index_edit_through_the_mount_saves_the_authors_index_without_the_projections_lines(mounted, tool):
+    """Claude Code adds a line to MEMORY.md after each memory it saves: what it saw there was our header,
+    disputed section, marks and footer around the author's index; only the author's lines are saved."""
+    target = mounted.memory_dir / "MEMORY.md"
+    shown = cat(target)
+    assert "⟨kg: 1 disputed⟩" in shown and "## Disputed" in shown and "_Not shown" in shown
+    new_line = "- [Deploy days](project_deploy.md) — deploys only on Fridays"
+    if tool == "Edit":
+        tool_input = {"file_path": str(target), "old_string": "## Project\n", "new_string": f"## Project\n{new_line}\n"}
+    else:  # a rewrite of what it read, with one more line
+        tool_input = {"file_path": str(target), "content": shown.rstrip("\n") + f"\n{new_line}\n"}
+    payload = {"session_id": "s1", "cwd": str(mounted.project), "hook_event_name": "PreToolUse", "tool_name": tool,
+               "tool_input": tool_input}
+    assert json.loads(mounted.hook(payload).stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
+    assert wait_for(lambda: [p for p in drops(mounted.ingest) if p.name.endswith(".MEMORY.md")])
+    saved = [p.read_text() for p in drops(mounted.ingest) if p.name.endswith(".MEMORY.md")]
+    expected = (FOLDER["MEMORY.md"].replace("## Project\n", f"## Project\n{new_line}\n") if tool == "Edit"
+                else FOLDER["MEMORY.md"] + f"{new_line}\n")
+    assert saved == [expected]

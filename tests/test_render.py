@@ -198,3 +198,21 @@ def test_sources_are_shown_as_their_files_are_named(root):
     assert topic is not None
     appendix = render_memory_topic(topic).rsplit("---", 1)[-1]
     assert "Ops_Notes.md" in appendix and "ops_notes.md" not in appendix, appendix
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 20), st.integers(0, 40), st.integers(1, 80), st.integers(0, 12), st.integers(0, 50))
+def test_what_the_projection_adds_to_an_index_comes_out_of_an_edit_of_it(n_feedback, n_project, hook_len,
+                                                                         n_disputed, seed):
+    """An agent that saves the MEMORY.md it read saves the author's index, not our lines around it."""
+    from projection.indexedit import index_from_view
+
+    index = _host_index(n_feedback, n_project, _text(seed, hook_len))
+    snap = _indexed_snapshot(index, n_feedback, marks="1 disputed · 2 confirmed")
+    snap = MemorySnapshot(snap.ontology, snap.generated, snap.counts, snap.concepts,
+                          [DisputedLine("x.md", _text(seed + i, 30), "CONTESTED", "for: a.md / against: b.md")
+                           for i in range(n_disputed)], host_index=index, indexed=snap.indexed)
+    text = render_memory(snap)
+    if "index entries" not in text.splitlines()[-1]:  # the whole index was shown
+        assert index_from_view(text) == index
+    assert index_from_view(render_memory(snapshot(30, n_disputed, hook_len, seed))) == "", "all of it ours"

@@ -1,0 +1,60 @@
+"""An agent's Write or Edit of the projected MEMORY.md, as the author's own index it stands for. Pure.
+
+Invariant: only what the projection itself writes is taken out (its header, disputed section, ranked
+sections, footer and the ⟨kg: …⟩ marks at the end of index lines); every line the agent wrote or kept
+stays as written, in its order, so the next projection shows the author's index once, not ours twice.
+"""
+
+from __future__ import annotations
+
+import re
+
+from projection.render import (ADDITIONS_HEADING, DISPUTED_HEADING, FOOTER_PREFIX, HEADER_PREFIX, MARK_OPEN,
+                               RANKED_HEADINGS, RANKED_TITLE_PREFIX)
+
+_MARK = re.compile(re.escape(MARK_OPEN) + r"[^⟩\n]*⟩$")
+_OUR_SECTIONS = (DISPUTED_HEADING, ADDITIONS_HEADING, *RANKED_HEADINGS)
+_RANKED_LEAD = ("Marks ⟨kg: ", )  # the third line of a MEMORY.md rendered without a host index
+
+
+def _ours(lines: list[str]) -> set[int]:
+    """Indexes of the lines the projection wrote, with the blank line it puts before each section."""
+    out: set[int] = set()
+    if lines and lines[0].startswith(HEADER_PREFIX):
+        out.add(0)
+    if lines and lines[0].startswith(RANKED_TITLE_PREFIX) and lines[0].endswith("(kgbridge)"):
+        out.update(range(min(3, len(lines))) if len(lines) > 2 and lines[2].startswith(_RANKED_LEAD) else {0})
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if line in _OUR_SECTIONS:
+            if i and not lines[i - 1].strip():
+                out.add(i - 1)
+            out.add(i)
+            entry = "- **" if line == DISPUTED_HEADING else "- ["
+            while i + 1 < len(lines) and lines[i + 1].startswith(entry):
+                i += 1
+                out.add(i)
+            if line == DISPUTED_HEADING and i + 1 < len(lines) and not lines[i + 1].strip():
+                out.add(i + 1)  # the blank line between the disputed section and the index
+        elif line.startswith(FOOTER_PREFIX) and line.endswith("_"):
+            out.add(i)
+            if i and not lines[i - 1].strip():
+                out.add(i - 1)
+        i += 1
+    return out
+
+
+def strip_projection(text: str) -> list[str]:
+    """The author's lines of a MEMORY.md as the projection showed it (or as an agent rewrote it)."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    ours = _ours(lines)
+    return [_MARK.sub("", line) for i, line in enumerate(lines) if i not in ours]
+
+
+def index_from_view(edited: str) -> str:
+    """The index an agent means to save: `edited` without the projection's lines."""
+    own = strip_projection(edited)
+    return "\n".join(own) + "\n" if own else ""

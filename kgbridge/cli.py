@@ -30,6 +30,7 @@ from ontology.errors import NotFound, UserError
 from ontology.evidence import Label
 from ontology.ingest import BATCH_SIZE, Ontology, Status
 from ontology.layout import knowledge_root
+from projection.topic import said_on
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="kgbridge: an evidential memory bridge for coding agents.")
@@ -126,7 +127,8 @@ def show(concept: Optional[str] = typer.Argument(None, help="A concept key; omit
                                   f"{' (implied)' if s.implied else ''}", markup=False)
             for a in data["assertions"]:  # ADR 0009: an older claim names what replaced it
                 for u in a["superseded_by"]:
-                    console.print(f"  #{a['id']} superseded by “{u['by']}” ({u['source']}, {u['date']}; {u['rule']})",
+                    console.print(f"  #{a['id']} superseded by “{u['by']}” ({u['source']}, "
+                                  f"{said_on(u['date'], u['received'])}; {u['rule']})",
                                   markup=False)
                 for u in a["updates"]:
                     console.print(f"  #{a['id']} updates: {u['old'] or '…'} → {u['new'] or '…'} ({u['rule']})",

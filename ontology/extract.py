@@ -72,6 +72,7 @@ class Statement:
     revisions: tuple[Revision, ...] = ()  # changes the statement records (ontology.revisions, ADR 0009)
     facts: tuple[Fact, ...] = ()  # time-varying values it states, with their dates (ontology.timeline)
     links: tuple[str, ...] = ()  # concept keys it links by [[x]] or (x.md), said as current (not history)
+    date: str | None = None  # the day it states: its own, else its section's, else its file's (ontology.timeline)
 
 
 @dataclass(frozen=True)
@@ -284,12 +285,13 @@ def _statements(units: list[_Unit], fixed_concept: str | None, default: str) -> 
         found = (unit.row,) if unit.row is not None else timed_facts(text, unit.date)
         found += identifier_facts(identifiers, text)
         links = _current_links(unit.text, prop.polarity) if "[" in unit.text else ()
+        when = statement_date(text) or unit.date
         if fixed_concept is not None:
             out.append(Statement(text, prop, fixed_concept, identifiers=identifiers, revisions=revised, facts=found,
-                                 links=links))
+                                 links=links, date=when))
         else:
             concept = concept_key(unit.section) if unit.section else default
-            out.append(Statement(text, prop, concept, _mentions(unit.text), identifiers, revised, found, links))
+            out.append(Statement(text, prop, concept, _mentions(unit.text), identifiers, revised, found, links, when))
     return _paired(out), False
 
 

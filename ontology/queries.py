@@ -26,6 +26,12 @@ class EvidenceRow:
     version: int
     timestamp: str
     implied: bool  # True when the stance comes from an exclusive alternative ("X is Y" vs "X is Z")
+    received_at: str = ""  # when the artifact arrived; `timestamp` equals it when the file states no date
+
+    @property
+    def stated(self) -> bool:
+        """Does `timestamp` come from the file itself (`modified:`, `date:` …), not from its arrival?"""
+        return self.timestamp != self.received_at
 
     @property
     def stance_word(self) -> str:
@@ -54,7 +60,7 @@ class AssertionView:
 
 _STANCE_SQL = """
 SELECT st.assertion_id, st.source_id, s.identity, s.kind, s.reliability, st.stance, st.text, a.filename,
-       a.version, a.timestamp
+       a.version, a.timestamp, a.received_at
 FROM stances st JOIN sources s ON s.id = st.source_id JOIN artifacts a ON a.id = st.artifact_id
 WHERE st.assertion_id IN ({marks}) ORDER BY st.assertion_id, st.source_id
 """
@@ -62,7 +68,7 @@ WHERE st.assertion_id IN ({marks}) ORDER BY st.assertion_id, st.source_id
 
 def _evidence(conn: sqlite3.Connection, assertion_ids: list[int] | set[int]) -> dict[int, dict[str, tuple]]:
     """For each assertion, identity -> (stance as worded, implied, source_id, kind, reliability, text,
-    filename, version, timestamp): its direct stances, and an implied denial from each source that
+    filename, version, timestamp, received_at): its direct stances, and an implied denial from each source that
     positively claims another value of the same slot (counted once per source, never over the
     source's own direct stance). One pass over the stances of the assertions and their slot siblings,
     so weighing a whole slot group costs as much as reading it once."""
@@ -93,14 +99,14 @@ def _evidence(conn: sqlite3.Connection, assertion_ids: list[int] | set[int]) -> 
             continue
         polarity, slot, value = members[aid]
         rows: dict[str, tuple] = {}
-        for source_id, identity, kind, rel, stance, text, filename, version, ts in stances.get(aid, ()):
-            rows[identity] = (stance * polarity, False, source_id, kind, rel, text, filename, version, ts)
+        for source_id, identity, kind, rel, stance, text, filename, version, ts, received in stances.get(aid, ()):
+            rows[identity] = (stance * polarity, False, source_id, kind, rel, text, filename, version, ts, received)
         if slot:
             direct = {r[2] for r in rows.values()}
-            for sib, sib_value, (source_id, identity, kind, rel, _, text, filename, version, ts) in claims[slot]:
+            for sib, sib_value, (source_id, identity, kind, rel, _, text, filename, version, ts, received) in claims[slot]:
                 # A source stating several other values still counts once.
                 if sib != aid and sib_value != value and source_id not in direct and identity not in rows:
-                    rows[identity] = (-polarity, True, source_id, kind, rel, text, filename, version, ts)
+                    rows[identity] = (-polarity, True, source_id, kind, rel, text, filename, version, ts, received)
         out[aid] = rows
     return out
 
@@ -134,7 +140,7 @@ def aggregates(conn: sqlite3.Connection, assertion_ids: Iterable[int]) -> list[t
 def evidence_for(conn: sqlite3.Connection, assertion_ids: list[int] | set[int]) -> dict[int, list[EvidenceRow]]:
     """For each assertion, one row per independent source, stance relative to the assertion as worded,
     in time order (see `_evidence` for which sources count)."""
-    return {aid: sorted((EvidenceRow(identity, r[3], r[4], r[0], r[5], r[6], r[7], r[8], r[1])
+    return {aid: sorted((EvidenceRow(identity, r[3], r[4], r[0], r[5], r[6], r[7], r[8], r[1], r[9])
                          for identity, r in rows.items()), key=lambda e: (e.timestamp, e.source))
             for aid, rows in _evidence(conn, assertion_ids).items()}
 
@@ -203,7 +209,8 @@ def concept(conn: sqlite3.Connection, ref: str) -> dict[str, object] | None:
     for u in updates(conn, newer=ids, older=ids):
         if u.older_id in ids:
             superseded.setdefault(u.older_id, []).append(  # type: ignore[arg-type]
-                {"by": u.newer_text, "source": u.source, "date": u.timestamp[:10], "rule": u.rule})
+                {"by": u.newer_text, "source": u.source, "date": u.date, "received": u.received_at[:10],
+                 "rule": u.rule})
         if u.newer_id in ids:
             revises.setdefault(u.newer_id, []).append(
                 {"old": u.older_text or u.old_text, "new": u.new_text, "rule": u.rule,
@@ -240,6 +247,8 @@ class UpdateView:
     older_source: str | None
     older_filename: str | None
     older_timestamp: str | None
+    date: str | None  # the day the newer side states (its own, its section's, its file's), None when none
+    received_at: str  # when the newer side's artifact arrived (shown, labelled, only when `date` is None)
 
     def to_json(self) -> dict[str, object]:
         return asdict(self)
@@ -247,7 +256,7 @@ class UpdateView:
 
 _UPDATE_SQL = """
 SELECT u.id, u.rule, u.newer_id, coalesce(na.text, u.line, ''), u.new_text, u.old_text, u.older_id, oa.text, s.identity, ar.filename,
-       ar.timestamp, os.identity, oar.filename, oar.timestamp
+       ar.timestamp, os.identity, oar.filename, oar.timestamp, u.date, ar.received_at
 FROM updates u LEFT JOIN assertions na ON na.id = u.newer_id JOIN sources s ON s.id = u.source_id
 JOIN artifacts ar ON ar.id = u.artifact_id LEFT JOIN assertions oa ON oa.id = u.older_id
 LEFT JOIN sources os ON os.id = u.older_source_id LEFT JOIN artifacts oar ON oar.id = os.current_artifact

@@ -12,7 +12,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TypeVar
 
-SCHEMA_VERSION = 14  # 2: lsh is WITHOUT ROWID; 3: 15x4 LSH bands; 4: subsets (exact short near-dups);
+SCHEMA_VERSION = 15  # 2: lsh is WITHOUT ROWID; 3: 15x4 LSH bands; 4: subsets (exact short near-dups);
 # 5: evidence aggregates kept by delta (ontology/aggregate.py); 6: trigram indexes for CJK search
 # 7: memory_files (newest text of each memory file and of the index, for the projection)
 # 8: source identities fold NFC/NFD and case of file names; 9: NFC only, case kept (layout.name_key)
@@ -21,6 +21,7 @@ SCHEMA_VERSION = 14  # 2: lsh is WITHOUT ROWID; 3: 15x4 LSH bands; 4: subsets (e
 # 12: updates (revisions and supersessions: which claim replaced which, by what rule, ADR 0009)
 # 13: updates.subject and timed_facts (time-varying values per source: supersession across sources)
 # 14: updates.newer_id nullable and updates.line (an index line's revision with no claim on the newer side)
+# 15: updates.date (the day the newer side states, shown beside an update instead of when it arrived)
 # A writer holding the lock is normal (one artifact at a time); wait for it rather than fail.
 BUSY_TIMEOUT_MS = 30_000
 WAL_AUTOCHECKPOINT_PAGES = 16_384
@@ -113,7 +114,8 @@ CREATE TABLE IF NOT EXISTS updates(
   newer_id INTEGER, older_id INTEGER, older_source_id INTEGER,
   rule TEXT NOT NULL, old_text TEXT NOT NULL, new_text TEXT NOT NULL,
   subject TEXT,  -- the subject a supersession across sources was derived for (timed_facts), else NULL
-  line TEXT);  -- the index line verbatim when newer_id is NULL
+  line TEXT,  -- the index line verbatim when newer_id is NULL
+  date TEXT);  -- the day the newer side states (its own, its section's, its file's), NULL when none
 CREATE INDEX IF NOT EXISTS updates_source ON updates(source_id);
 CREATE INDEX IF NOT EXISTS updates_older_source ON updates(older_source_id) WHERE older_source_id IS NOT NULL;
 CREATE INDEX IF NOT EXISTS updates_newer ON updates(newer_id) WHERE newer_id IS NOT NULL;

@@ -179,7 +179,7 @@ class GraphWriter:
 
     def record_update(self, source_id: int, artifact_id: int, rule: str, newer_id: int | None, old_text: str,
                       new_text: str, *, older_id: int | None = None, older_source_id: int | None = None,
-                      subject: str | None = None, line: str | None = None) -> bool:
+                      subject: str | None = None, line: str | None = None, date: str | None = None) -> bool:
         """Record that assertion `newer_id` (stated by `source_id` in `artifact_id`) updates something:
         `older_id`, a claim of `older_source_id` it supersedes, or (None) an old value its own wording
         names (`old_text`). `rule` names the rule that found it ("revision:from_to", …); old_text and
@@ -189,7 +189,8 @@ class GraphWriter:
         the timed_facts index (`_supersede` replaces those per subject). Returns False for a row already
         recorded. Updates are history, not stances: the evidence aggregates and labels never read them.
         `newer_id` is None only for a revision the index states with no claim behind it; `line` is then
-        that index line verbatim."""
+        that index line verbatim. `date` is the day the newer side states (its own, its section's or its
+        file's), None when it states none: what a reader is shown beside the update, never when it arrived."""
         conn = self.conn
         # Per subject: one pair superseded for two subjects is two rows, so that re-deriving one subject
         # (`_supersede` deletes its rows) leaves the other's (readers show the pair once: queries.updates).
@@ -198,9 +199,9 @@ class GraphWriter:
                         (source_id, newer_id, older_id, rule, old_text, new_text, subject)).fetchone():
             return False
         conn.execute("INSERT INTO updates(source_id, artifact_id, newer_id, older_id, older_source_id, rule, "
-                     "old_text, new_text, subject, line) VALUES(?,?,?,?,?,?,?,?,?,?)",
+                     "old_text, new_text, subject, line, date) VALUES(?,?,?,?,?,?,?,?,?,?,?)",
                      (source_id, artifact_id, newer_id, older_id, older_source_id, rule, old_text, new_text, subject,
-                      line if newer_id is None else None))
+                      line if newer_id is None else None, date))
         return True
 
     def clear_updates(self, source_id: int, *, keep_own: bool = False) -> None:
@@ -220,13 +221,14 @@ class GraphWriter:
                 older = statement_ids[revision.older] if revision.older is not None else None
                 self.record_update(source_id, artifact_id, supersession.rule_name(revision.rule), newer_id,
                                    revision.old, revision.new, older_id=older,
-                                   older_source_id=source_id if older is not None else None)
+                                   older_source_id=source_id if older is not None else None, date=statement.date)
         for line, revision in extraction.index_revisions:  # index prose: no claim on the newer side
             self.record_update(source_id, artifact_id, supersession.rule_name(revision.rule), None, revision.old,
-                               revision.new, line=line)
+                               revision.new, line=line, date=timeline.statement_date(line))
         for match in supersession.matches(self.conn, source_id):
             self.record_update(match.source_id, match.artifact_id, match.rule, match.newer_id, match.old_text,
-                               match.new_text, older_id=match.older_id, older_source_id=match.older_source_id)
+                               match.new_text, older_id=match.older_id, older_source_id=match.older_source_id,
+                               date=match.date)
 
     def _rekey(self, artifact: Artifact, extraction: Extraction) -> int | None:
         """A move: the old file's source takes the new name (one source, its history kept), and its
@@ -407,14 +409,15 @@ class GraphWriter:
                 old_text, new_text, line = (hook.extra.split("\n", 2) + ["", ""])[:3]
                 self.record_update(hook.source, self._last_artifact(hook.source), hook.value,
                                    summary.assertion if summary is not None else None, old_text,
-                                   new_text or hook.text, subject=subject, line=line or hook.text)
+                                   new_text or hook.text, subject=subject, line=line or hook.text,
+                                   date=timeline.statement_date(hook.text))
         else:
             pairs = timeline.value_updates(said)
         for newer, older, rule in pairs:
             assert newer.assertion is not None
             self.record_update(newer.source, self._last_artifact(newer.source), rule.value, newer.assertion,
                                older.text, newer.text, older_id=older.assertion, older_source_id=older.source,
-                               subject=subject)
+                               subject=subject, date=newer.date)
 
     def _last_artifact(self, source_id: int) -> int:
         return self.conn.execute("SELECT current_artifact FROM sources WHERE id=?", (source_id,)).fetchone()[0]

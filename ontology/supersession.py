@@ -47,6 +47,7 @@ class Match:
     rule: str
     old_text: str  # the superseded claim as its source said it
     new_text: str  # the revising statement
+    date: str | None  # the day the revising statement states (its `updates.date`)
 
 
 def rule_name(rule: RevisionRule) -> str:
@@ -138,12 +139,13 @@ class _Revision:
     names: frozenset[str]  # specific names beside the old or the new value in the revising statement
     day: str
     qualifier: str | None = None  # a number's name right before it ("SDK" in "SDK 53 (no 52)")
+    date: str | None = None  # the day the revising statement states
 
 
 def _revisions(conn: sqlite3.Connection, where: str, args: tuple) -> list[_Revision]:
     out: list[_Revision] = []
-    for source_id, artifact_id, newer_id, rule, old, new, text, ts in conn.execute(
-            "SELECT u.source_id, u.artifact_id, u.newer_id, u.rule, u.old_text, u.new_text, st.text, s.current_ts "
+    for source_id, artifact_id, newer_id, rule, old, new, text, ts, date in conn.execute(
+            "SELECT u.source_id, u.artifact_id, u.newer_id, u.rule, u.old_text, u.new_text, st.text, s.current_ts, u.date "
             "FROM updates u JOIN stances st ON st.assertion_id = u.newer_id AND st.source_id = u.source_id "
             f"JOIN sources s ON s.id = u.source_id WHERE u.older_id IS NULL AND {where} ORDER BY u.id", args):
         parsed = _rule_of(rule)
@@ -157,7 +159,7 @@ def _revisions(conn: sqlite3.Connection, where: str, args: tuple) -> list[_Revis
             spots = _occurrences(text, _core(new)) + _occurrences(text, core)
             qualifier = next((q for start, _ in spots if (q := _qualifier(text, start))), None)
         out.append(_Revision(source_id, artifact_id, newer_id, parsed, core, _core(new), text, names, (ts or "")[:10],
-                             qualifier))
+                             qualifier, date))
     return out
 
 
@@ -192,7 +194,7 @@ def _match(rev: _Revision, older_id: int, older_source: int, text: str, day: str
             or not _supersedes(rev, text):
         return None
     return Match(rev.source_id, rev.artifact_id, rev.newer_id, older_id, older_source,
-                 CROSS_PREFIX + rev.rule.name.lower(), text, rev.text)
+                 CROSS_PREFIX + rev.rule.name.lower(), text, rev.text, rev.date)
 
 
 def matches(conn: sqlite3.Connection, source_id: int) -> list[Match]:

@@ -236,12 +236,14 @@ def _memory_topic(filename: str, key: str, text: str, identity: str, ids: set[in
             # rebuild) differ by milliseconds of arrival, which says nothing about which is newer.
             stand = (Stand.ADDS if own is None else Stand.AGREES if other.stance == own.stance
                      else Stand.SUPERSEDES if other.timestamp[:10] > own.timestamp[:10] else Stand.DISPUTES)
-            voices.append(Voice(stand, texts.get(aid, ""), other.text, source_name(other.source), other.timestamp[:10]))
-    # A claim of this file that a later revision supersedes (ADR 0009): the revision says what holds now.
+            voices.append(Voice(stand, texts.get(aid, ""), other.text, source_name(other.source), other.timestamp[:10],
+                                other.stated))
+    # A claim of this file that a later revision supersedes (ADR 0009): the revision says what holds now,
+    # dated by the day it states (its own, its section's, its file's), never by when it was ingested.
     for u in sorted((u for aid in ids for u in superseding.get(aid, ())), key=lambda u: u.id):
         if u.source != identity:
             voices.append(Voice(Stand.SUPERSEDES, texts.get(u.older_id, u.older_text or ""), u.new_text,
-                                source_name(u.source), u.timestamp[:10]))
+                                source_name(u.source), (u.date or u.received_at)[:10], u.date is not None))
     voices.sort(key=lambda v: (v.source, v.said))
     voices.sort(key=lambda v: v.date, reverse=True)  # newest first within each stand (sorts are stable)
     voices.sort(key=lambda v: _ORDER[v.stand])

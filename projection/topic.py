@@ -37,7 +37,14 @@ class Voice:
     claim: str  # the claim as worded in the graph
     said: str  # what the other source said
     source: str  # display name: a file name, `ledger <session>`, a document name
-    date: str
+    date: str  # YYYY-MM-DD: the day the source states, else the day it arrived (`stated` False)
+    stated: bool = True
+
+
+def said_on(date: str | None, received: str) -> str:
+    """A date as the agent is shown it: the day the source states; else the day it arrived, labelled
+    so (a file ingested today says nothing about when it was written: ADR 0009)."""
+    return date[:10] if date else f"undated, received {received[:10]}"
 
 
 @dataclass(frozen=True)
@@ -60,7 +67,7 @@ def render_memory_topic(t: MemoryTopic) -> str:
     if not t.voices:
         lines.append(f"- No other source speaks to this file's {t.own_claims} claims yet.")
     for v in t.voices[:MAX_VOICES]:
-        lines.append(f"- {v.source} ({v.date}) {v.stand.value}: {_quote(v.said)}"
+        lines.append(f"- {v.source} ({said_on(v.date if v.stated else None, v.date)}) {v.stand.value}: {_quote(v.said)}"
                      + ("" if v.stand is Stand.ADDS or v.said == v.claim else f" on {_quote(v.claim)}"))
     if len(t.voices) > MAX_VOICES:
         lines.append(f"- … {len(t.voices) - MAX_VOICES} more: MCP kg_concept `{t.key}` or `kgbridge search`.")
@@ -107,7 +114,7 @@ def render_topic(concept: dict, files: dict[str, str] | None = None) -> str:
                 lines.append(f"  - {s['stance']}: {s['source_kind']} `{s['source']}` v{s['version']} "
                              f"{s['timestamp'][:10]}{implied}: {clip(s['text'], 200)}")
             for u in a.get("superseded_by", []):
-                lines.append(f"  - superseded by: {clip(u['by'], 200)} (`{u['source']}`, {u['date']})")
+                lines.append(f"  - superseded by: {clip(u['by'], 200)} (`{u['source']}`, {said_on(u['date'], u['received'])})")
             shifts = [h for h in a.get("history", [])]
             if len({(h["source"], h["stance"]) for h in shifts}) > len({h["source"] for h in shifts}):
                 lines.append("  - history: " + "; ".join(

@@ -166,3 +166,32 @@ def test_kgbridge_show_says_what_superseded_an_older_claim(root: Path):
                             str(root), "--ontology", "claims"], capture_output=True, text=True, timeout=120)
     stale = next(a for a in json.loads(shown.stdout)["assertions"] if a["text"] == STALE)
     assert [u["by"] for u in stale["superseded_by"]] == [REVISION]  # what MCP kg_concept returns too
+
+
+def test_an_update_is_shown_with_the_day_its_source_states_not_the_day_it_arrived(tmp_path: Path):
+    """The appendix line "X (date) supersedes: …", the generated topic and `kgbridge show --json` date an
+    update by the day the newer statement states (here its section's); one that states none says it
+    is undated and when it arrived, never passing the day of ingest off as the day it was said."""
+    root = tmp_path / "K"
+    onto = Ontology(root, "claims", create=True)
+    dated = tmp_path / "dated" / "project_hosting_now.md"
+    dated.parent.mkdir()
+    head, sep, body = (FOLDER / dated.name).read_text(encoding="utf-8").partition("---\n\n")
+    dated.write_text(head + sep + "## Setup as of 2026-03-04\n\n" + body, encoding="utf-8")
+    received = onto.ingest_paths([FOLDER / "project_hosting.md", FOLDER / "project_hosting_now.md"], Channel.CLI)
+    assert all(r.status.value == "new" for r in received)
+    with onto.reader() as conn:
+        today = conn.execute("SELECT max(received_at) FROM artifacts").fetchone()[0][:10]
+        topic = render_memory_topic(memory_topic(conn, "project_hosting.md"))
+    assert f"- project_hosting_now.md (undated, received {today}) supersedes: “{REVISION}” on “{STALE}”" in topic
+    assert onto.ingest_paths([dated], Channel.CLI)[0].status.value == "new"
+    with onto.reader() as conn:
+        topic = render_memory_topic(memory_topic(conn, "project_hosting.md"))
+        generated = render_topic(queries.concept(conn, "project-hosting"))
+    onto.close()
+    assert f"- project_hosting_now.md (2026-03-04) supersedes: “{REVISION}” on “{STALE}”" in topic, topic
+    assert f"superseded by: {REVISION} (`memory:claims/project_hosting_now.md`, 2026-03-04)" in generated, generated
+    shown = subprocess.run([sys.executable, "-m", "kgbridge.cli", "show", "project-hosting", "--json", "--root",
+                            str(root), "--ontology", "claims"], capture_output=True, text=True, timeout=120)
+    stale = next(a for a in json.loads(shown.stdout)["assertions"] if a["text"] == STALE)
+    assert [(u["by"], u["date"], u["received"]) for u in stale["superseded_by"]] == [(REVISION, "2026-03-04", today)]

@@ -24,6 +24,8 @@ from support.server_proc import ServerProcess
 from ontology import queries
 from ontology.artifact import Channel
 from ontology.ingest import Ontology
+from projection.snapshot import memory_topics
+from projection.topic import render_memory_topic
 from projection.view import ProjectionView
 
 DEPLOY = "---\nname: deploy-day\ndescription: when deploys happen\ntype: project\n---\n- Deploys happen on Tuesdays\n"
@@ -594,3 +596,24 @@ def test_what_a_shell_command_does_to_the_mounted_slot(command: str, recorded: l
         assert planned.unrecorded is None
     else:
         assert unrecorded.format(s=SLOT) in (planned.unrecorded or "")
+
+
+def test_what_earlier_versions_no_longer_say_is_read_by_the_withdrawals_index(tmp_path: Path):
+    """A topic file lists the claims its file's earlier versions made and the newest withdrew; that query
+    (memory_topics, per batch of files) filters stance_history by source and read all of it without
+    an index on the withdrawals (ADR 0012). The real query, traced, is planned on the index."""
+    onto = Ontology(tmp_path, "shop", create=True)
+    assert onto.ingest("project_queue.md", QUEUE.encode(), Channel.CLI).status.value == "new"
+    shorter = QUEUE.replace("- Workers restart every night\n", "")
+    assert onto.ingest("project_queue.md", shorter.encode(), Channel.CLI).status.value == "new"
+    traced: list[str] = []
+    with onto.reader() as conn:
+        conn.set_trace_callback(traced.append)
+        topic = memory_topics(conn, ["project_queue.md"])["project_queue.md"]
+        conn.set_trace_callback(None)
+        history = [sql for sql in traced if "FROM stance_history" in sql]
+        assert len(history) == 1, traced
+        plan = " ".join(str(r[-1]) for r in conn.execute("EXPLAIN QUERY PLAN " + history[0]))
+    onto.close()
+    assert "no longer says (since v2): “Workers restart every night”" in render_memory_topic(topic)
+    assert "history_withdrawn" in plan and "SCAN h" not in plan, plan

@@ -2,10 +2,11 @@
 says where each one is, and every rejected artifact kept beside the reason it was refused.
 
 Invariant: the archive is the source of truth. A batch goes to a pack as frames (each artifact's log
-line, then its bytes) with one fsync, then its lines to the log, and only then does the graph commit;
-a crash can leave pack bytes no line points to (ignored), or lines the graph lacks (replayed on the
-next open), and a power cut can lose unsynced log lines (written again from the frames on the next
-open), never a graph row the archive cannot regenerate. Bytes are checked against their sha256 on read.
+line, then its bytes) with one fsync (under way in another thread while the graph applies the batch),
+then its lines to the log, and only then does the graph commit; a crash can leave pack bytes no line
+points to (ignored), or lines the graph lacks (replayed on the next open), and a power cut can lose
+unsynced log lines (written again from the frames on the next open), never a graph row the archive
+cannot regenerate. Bytes are checked against their sha256 on read.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import json
 import os
 import re
 import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Sequence
@@ -67,17 +69,6 @@ def safe_component(name: str, limit: int = 120) -> str:
     """A name from outside made safe to use as one file name inside our folders."""
     cleaned = _UNSAFE_CHARS.sub("_", name).strip("._") or "unnamed"
     return cleaned[:limit]
-
-
-def _append_synced(fd: int, data: bytes) -> int:
-    """Append `data` through `fd` (opened O_APPEND) and fsync; returns the offset it starts at.
-    Callers hold the writer lock, so nothing else appends in between."""
-    start = os.fstat(fd).st_size
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
-    os.fsync(fd)
-    return start
 
 
 def _append(fd: int, data: bytes) -> None:
@@ -160,6 +151,20 @@ class _Appender:
         os.close(self.fd)
 
 
+@dataclass(frozen=True)
+class PendingAppend:
+    """A batch's frames, written to the pack, whose fsync runs in another thread (fsync releases the
+    GIL) while the caller applies the batch to the graph; `Archive.complete` waits for it."""
+
+    batch: tuple[Incoming, ...]
+    pack_fd: int
+    pack_start: int  # the pack's size before these frames: where `withdraw` cuts them off again
+    log_fd: int
+    log_bytes: bytes  # the lines (after a newline that seals a torn last line, if needed)
+    log_end: int  # the log's size once they are appended
+    synced: Future[None]
+
+
 class Archive:
     """One ontology's archive folder. Writes happen under the ontology's writer lock only."""
 
@@ -173,6 +178,7 @@ class Archive:
         # Open for appending between batches, under the writer lock: (pack number, file) and the log.
         self._pack: tuple[int, _Appender] | None = None
         self._log_appender: _Appender | None = None
+        self._syncer: ThreadPoolExecutor | None = None  # the pack's fsync, beside the graph's work
 
     def pack_path(self, number: int) -> Path:
         return self.packs_dir / f"{number:06d}.pack"
@@ -213,19 +219,22 @@ class Archive:
         return self._log_appender
 
     def put_many(self, batch: Sequence[Incoming]) -> int:
-        """Archive a batch durably with one fsync: each artifact goes to the pack as a frame (its log
-        line, where that line goes in the log, then its bytes), the pack is synced, then the lines
-        are appended to the log unsynced: a power cut that loses them leaves the frames, from which
-        `recover_log` writes them again. Returns the log's size after the batch (the offset the graph
-        records as applied)."""
+        """Archive a batch durably with one fsync (`begin`, then `complete`); returns the log's size
+        after the batch (the offset the graph records as applied)."""
         if not batch:
             return self.log_size()
+        return self.complete(self.begin(batch))
+
+    def begin(self, batch: Sequence[Incoming]) -> PendingAppend:
+        """Write each artifact to the pack as a frame (its log line, where that line goes in the
+        log, then its bytes) and start the pack's fsync in another thread. Nothing points at the
+        frames until `complete` appends their lines; `withdraw` cuts them off again."""
         log_fd = self._log().fd
         log_at = os.fstat(log_fd).st_size
         prefix = b"" if not log_at or os.pread(log_fd, 1, log_at - 1) == b"\n" else b"\n"  # seal a torn line
         log_at += len(prefix)
         number, pack = self._pack_for(sum(len(item.data) + _FRAME_OVERHEAD for item in batch))
-        position = os.fstat(pack.fd).st_size
+        start = position = os.fstat(pack.fd).st_size
         frames, lines = [], []
         for item in batch:
             head = _FRAME_MAGIC + b"%d " % log_at
@@ -234,10 +243,34 @@ class Archive:
             lines.append(line)
             position += len(head) + len(line) + len(item.data)
             log_at += len(line)
-        _append_synced(pack.fd, b"".join(frames))
-        data = prefix + b"".join(lines)
-        _append(log_fd, data)
-        return log_at
+        try:
+            _append(pack.fd, b"".join(frames))
+        except OSError:  # a full disk tore the frames: cut them off, so no whole frame outlives the batch
+            os.ftruncate(pack.fd, start)
+            raise
+        if self._syncer is None:
+            self._syncer = ThreadPoolExecutor(1, thread_name_prefix="kg-pack-sync")
+        synced = self._syncer.submit(os.fsync, pack.fd)
+        return PendingAppend(tuple(batch), pack.fd, start, log_fd, prefix + b"".join(lines), log_at, synced)
+
+    def complete(self, pending: PendingAppend) -> int:
+        """Wait for the frames' fsync (an error in it raises here), then append their lines to the
+        log unsynced: a power cut that loses them leaves the frames, from which `recover_log` writes
+        them again. Returns the log's size after the batch."""
+        pending.synced.result()
+        _append(pending.log_fd, pending.log_bytes)
+        return pending.log_end
+
+    def withdraw(self, pending: PendingAppend) -> None:
+        """Cut a batch's frames off the pack again (its graph work failed or came out otherwise),
+        synced, so neither the log nor `recover_log` ever holds them. Callers hold the writer lock:
+        nothing was appended after them."""
+        try:
+            pending.synced.result()
+        except OSError:
+            pass  # the cut below is synced on its own
+        os.ftruncate(pending.pack_fd, pending.pack_start)
+        os.fsync(pending.pack_fd)
 
     def recover_log(self) -> int:
         """Write again the log lines a power cut lost after their frames were synced (the log is
@@ -294,6 +327,9 @@ class Archive:
 
     def close(self) -> None:
         """Close the files kept open for appending (the next batch reopens them)."""
+        if self._syncer is not None:
+            self._syncer.shutdown()
+            self._syncer = None
         if self._pack is not None:
             self._pack[1].close()
             self._pack = None

@@ -15,6 +15,7 @@ import fcntl
 import hashlib
 import itertools
 import logging
+import operator
 import os
 import sqlite3
 import threading
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from ontology.archive import Archive, ArchiveCorrupt, Incoming, LogEntry
+from ontology.archive import Archive, ArchiveCorrupt, Incoming, LogEntry, PendingAppend
 from ontology.artifact import Artifact, ArtifactRejected, Channel
 from ontology.clock import utc_now
 from ontology.errors import NotFound, Unavailable
@@ -159,6 +160,10 @@ class _Parsed:
     received_at: str
     artifact: Artifact
     extraction: Extraction | None  # None: its source's newest version when read (see `_prepare`)
+
+
+def _incoming(item: _Parsed) -> Incoming:
+    return Incoming(item.sha256, item.filename, item.channel.value, item.received_at, item.data)
 
 
 def _is_newest(conn: sqlite3.Connection | None, identity: str, sha256: str) -> bool:
@@ -425,35 +430,73 @@ class Ontology:
         return [results[index] for index, _ in chunk]
 
     def _apply_batch(self, writer: GraphWriter, batch: list[_Parsed]) -> list[tuple[_Parsed, IngestResult]]:
+        """One transaction. The frames of the artifacts that look new go to the pack first and its
+        fsync runs while the graph applies them; the COMMIT waits for it (ADR 0007, "Single POST
+        path"), so the graph never holds what the archive lacks. If the batch came out otherwise (a
+        merge failed, a revert inside the batch), the frames are cut off and the right ones written."""
         out: list[tuple[_Parsed, IngestResult]] = []
-        to_archive: list[Incoming] = []
+        applied: list[_Parsed] = []
         with writer.transaction():
-            for item in batch:
-                artifact = item.artifact
-                try:
-                    key = (artifact.source_identity, item.sha256)
-                    if key in self._unacknowledged or writer.seen(*key):  # also sees this batch's own rows
-                        self._unacknowledged.discard(key)
-                        out.append((item, IngestResult(Status.DUPLICATE, artifact.filename, item.sha256,
-                                                       kind=artifact.kind.value)))
-                        continue
-                    # None: a duplicate when read, no longer one (another version came in meanwhile)
-                    extraction = item.extraction if item.extraction is not None else extract(artifact)
-                    applied = writer.apply(artifact, extraction, item.channel.value, item.received_at)
-                except (sqlite3.OperationalError, OSError):
-                    raise  # the disk or database refused: the whole batch waits for a retry
-                except Exception as exc:  # a defect met on this input: keep it, go on with the rest
-                    log.exception("could not merge %s", item.filename)
-                    reason = f"could not be merged ({type(exc).__name__}: {str(exc)[:200]}); kept for a retry after a fix"
-                    self.archive.reject(item.filename, item.data, reason, item.received_at, item.sha256)
-                    out.append((item, IngestResult(Status.REJECTED, item.filename, item.sha256, reason=reason)))
-                    continue
-                to_archive.append(Incoming(item.sha256, item.filename, item.channel.value, item.received_at, item.data))
-                out.append((item, IngestResult(Status.NEW, artifact.filename, item.sha256,
-                                               kind=artifact.kind.value, version=applied.version)))
-            if to_archive:  # synced before the commit: the graph never holds what the archive lacks
-                writer.record_log_offset(self.archive.put_many(to_archive))
+            framed = self._likely_new(writer, batch)
+            pending = self.archive.begin([_incoming(item) for item in framed]) if framed else None
+            try:
+                for item in batch:
+                    result = self._apply_one(writer, item)
+                    out.append((item, result))
+                    if result.status is Status.NEW:
+                        applied.append(item)
+            except BaseException:
+                if pending is not None:
+                    self._withdraw(pending)
+                raise
+            if pending is not None and len(applied) == len(framed) and all(map(operator.is_, applied, framed)):
+                writer.record_log_offset(self.archive.complete(pending))  # the COMMIT follows the sync
+            else:
+                if pending is not None:
+                    self.archive.withdraw(pending)
+                if applied:
+                    writer.record_log_offset(self.archive.put_many([_incoming(item) for item in applied]))
         return out
+
+    def _likely_new(self, writer: GraphWriter, batch: list[_Parsed]) -> list[_Parsed]:
+        """The artifacts the batch will apply, as the graph reads before it: not the newest version
+        of their source, not already in the batch. `_apply_batch` checks the guess afterwards."""
+        keys: set[tuple[str, str]] = set()
+        out = []
+        for item in batch:
+            key = (item.artifact.source_identity, item.sha256)
+            if key not in self._unacknowledged and key not in keys and not writer.seen(*key):
+                keys.add(key)
+                out.append(item)
+        return out
+
+    def _withdraw(self, pending: PendingAppend) -> None:
+        """Cut a failed batch's frames off the pack; if even that fails, the next open's
+        `recover_log` may replay them, which is what a failed commit after the archive leaves."""
+        try:
+            self.archive.withdraw(pending)
+        except OSError as exc:
+            log.warning("ontology %s: could not cut a failed batch's frames off the pack: %s", self.slug, exc)
+
+    def _apply_one(self, writer: GraphWriter, item: _Parsed) -> IngestResult:
+        artifact = item.artifact
+        try:
+            key = (artifact.source_identity, item.sha256)
+            if key in self._unacknowledged or writer.seen(*key):  # also sees this batch's own rows
+                self._unacknowledged.discard(key)
+                return IngestResult(Status.DUPLICATE, artifact.filename, item.sha256, kind=artifact.kind.value)
+            # None: a duplicate when read, no longer one (another version came in meanwhile)
+            extraction = item.extraction if item.extraction is not None else extract(artifact)
+            applied = writer.apply(artifact, extraction, item.channel.value, item.received_at)
+        except (sqlite3.OperationalError, OSError):
+            raise  # the disk or database refused: the whole batch waits for a retry
+        except Exception as exc:  # a defect met on this input: keep it, go on with the rest
+            log.exception("could not merge %s", item.filename)
+            reason = f"could not be merged ({type(exc).__name__}: {str(exc)[:200]}); kept for a retry after a fix"
+            self.archive.reject(item.filename, item.data, reason, item.received_at, item.sha256)
+            return IngestResult(Status.REJECTED, item.filename, item.sha256, reason=reason)
+        return IngestResult(Status.NEW, artifact.filename, item.sha256, kind=artifact.kind.value,
+                            version=applied.version)
 
     def reject(self, filename: str, data: bytes, reason: str) -> IngestResult:
         """Keep an input we refused before parsing (e.g. a symlink) with its reason."""
@@ -510,8 +553,8 @@ class Ontology:
             with writer.transaction():
                 for entry, end in chunk:
                     artifact = self._replayable(entry)
-                    if artifact is not None and not writer.seen(artifact.source_identity, entry.sha256):
-                        writer.apply(artifact, extract(artifact), entry.channel, entry.received_at)
+                    if artifact is not None and not writer.seen(artifact.source_identity, entry.sha256) \
+                            and self._reapply(writer, artifact, entry):
                         applied += 1
                         if applied_keys is not None:
                             applied_keys.add((artifact.source_identity, entry.sha256))
@@ -519,6 +562,19 @@ class Ontology:
         if applied:
             log.info("ontology %s: applied %d archived artifacts the graph lacked", self.slug, applied)
         return applied
+
+    def _reapply(self, writer: GraphWriter, artifact: Artifact, entry: LogEntry) -> bool:
+        """Apply an archived artifact again; one that fails to merge (a defect met on its input; its
+        savepoint is rolled back) is skipped with a warning, so it cannot keep the writer from opening."""
+        try:
+            writer.apply(artifact, extract(artifact), entry.channel, entry.received_at)
+        except (sqlite3.OperationalError, OSError):
+            raise
+        except Exception as exc:  # noqa: BLE001 - per-artifact boundary, as in _apply_one
+            log.warning("ontology %s: archived %s could not be merged, skipped: %s: %s", self.slug, entry.filename,
+                        type(exc).__name__, exc)
+            return False
+        return True
 
     def _recover_log(self) -> None:
         """Log lines a power cut lost (the log is appended unsynced; the pack frames are synced) are

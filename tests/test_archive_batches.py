@@ -4,8 +4,12 @@ artifact is kept and spares its batch, and the graph catches up with whatever th
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import logging
+import os
 import sqlite3
+import threading
 
 from conftest import FIXTURES, graph_snapshot, ledger, memory
 from ontology import queries
@@ -72,6 +76,9 @@ def test_an_artifact_that_fails_to_merge_is_kept_and_spares_its_batch(onto, monk
         keys = {r[0] for r in conn.execute("SELECT key FROM concepts")}
     assert {"a", "c"} <= keys and "half-written" not in keys and "bad" not in keys
     assert [e.filename for e, _ in onto.archive.entries()] == ["a.md", "c.md"]  # the log holds no reject
+    # nor the pack: its frame went out before the merge failed and was cut off again, so no power cut
+    # can bring its line back (recover_log)
+    assert memory("bad", "Something") not in onto.archive.pack_path(1).read_bytes()
 
 
 def test_archived_artifacts_the_graph_lacks_are_applied_when_the_writer_opens(root):
@@ -85,6 +92,64 @@ def test_archived_artifacts_the_graph_lacks_are_applied_when_the_writer_opens(ro
     assert "Pin the python version" in _texts(reopened)
     assert reopened.ingest("b.md", lost, Channel.CLI).status is Status.DUPLICATE  # applied once, not twice
     reopened.close()
+
+
+def test_an_archived_artifact_that_fails_to_merge_again_is_skipped_and_the_writer_opens(root, monkeypatch, caplog):
+    """A crash between a frame's write and its cutting off (its merge failed) leaves the frame,
+    which the next open restores and replays: the defect must not keep the writer shut."""
+    onto = Ontology(root, "shop", create=True)
+    onto.close()
+    good, bad = memory("good", "Use uv for installs"), memory("bad", "Something")
+    onto.archive.put_many([Incoming(hashlib.sha256(data).hexdigest(), name, "cli", utc_now(), data)
+                           for name, data in (("bad.md", bad), ("good.md", good))])
+    onto.archive.close()
+    original = GraphWriter._apply
+
+    def failing(self, artifact, *args):
+        if artifact.filename == "bad.md":
+            raise ValueError("simulated defect")
+        return original(self, artifact, *args)
+
+    monkeypatch.setattr(GraphWriter, "_apply", failing)
+    again = Ontology(root, "shop")
+    with caplog.at_level(logging.WARNING):
+        assert "Use uv for installs" in _texts(again)
+    assert "bad.md could not be merged" in caplog.text
+    again.close()
+
+
+def test_the_pack_sync_runs_beside_the_graph_work_and_the_commit_waits_for_it(onto, monkeypatch):
+    """ADR 0007, "Single POST path": the frames are in the pack before the graph work starts, their
+    fsync runs in another thread meanwhile, and nothing commits (or answers) before it is done."""
+    onto.ingest("a.md", memory("a", "Use uv for installs"), Channel.HTTP)  # the writer and files open
+    pack = onto.archive.pack_path(1)
+    committed, seen = threading.Event(), {}
+    real_fsync, real_apply, real_transaction = os.fsync, GraphWriter.apply, GraphWriter.transaction
+
+    def slow_fsync(fd):
+        if os.fstat(fd).st_ino == pack.stat().st_ino:
+            seen["committed during the sync"] = committed.wait(1.0)  # a commit that did not wait shows here
+            seen["sync thread"] = threading.current_thread().name
+        real_fsync(fd)
+
+    def apply(self, artifact, *args):
+        seen["frame before the graph work"] = memory("b", "Pin the python version") in pack.read_bytes()
+        return real_apply(self, artifact, *args)
+
+    @contextlib.contextmanager
+    def transaction(self):
+        with real_transaction(self):
+            yield
+        committed.set()
+
+    monkeypatch.setattr(os, "fsync", slow_fsync)
+    monkeypatch.setattr(GraphWriter, "apply", apply)
+    monkeypatch.setattr(GraphWriter, "transaction", transaction)
+    assert onto.ingest("b.md", memory("b", "Pin the python version"), Channel.HTTP).status is Status.NEW
+    assert seen == {"frame before the graph work": True, "committed during the sync": False,
+                    "sync thread": seen["sync thread"]}
+    assert seen["sync thread"] != threading.current_thread().name
+    assert "Pin the python version" in _texts(onto)
 
 
 def test_a_deleted_database_is_regenerated_from_the_archive(root):

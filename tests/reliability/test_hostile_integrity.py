@@ -53,16 +53,16 @@ def test_live_graph_equals_rebuild_after_a_commit_that_failed_after_archiving(ro
     onto = Ontology(root, "shop", create=True)
     version = [memory("a", f"version {i}", f"- Deploys run on day {i}.") for i in range(4)]
     onto.ingest_many([("a.md", version[1], Channel.CLI)])
-    real_put = onto.archive.put_many
+    real_complete = onto.archive.complete
     failures = []
 
-    def put_then_fail(batch):  # the disk fills between the archive append and the commit
-        offset = real_put(batch)
+    def archive_then_fail(pending):  # the disk fills between the archive append and the commit
+        offset = real_complete(pending)
         if not failures:
             failures.append(offset)
             raise OSError(errno.ENOSPC, "No space left on device")
         return offset
-    monkeypatch.setattr(onto.archive, "put_many", put_then_fail)
+    monkeypatch.setattr(onto.archive, "complete", archive_then_fail)
     with pytest.raises(OSError):
         onto.ingest_many([("a.md", version[2], Channel.CLI)])
     onto.ingest_many([("a.md", version[3], Channel.CLI)])  # a newer version arrives meanwhile

@@ -55,7 +55,9 @@ class Folder:
 
 
 def _text(data: bytes) -> str:
-    return data.decode("utf-8", "replace").removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
+    """The file as the agent should read it: only a BOM and CRLF line ends may differ (ADR 0005)."""
+    text = data.decode("utf-8", "replace").removeprefix("\ufeff").replace("\r\n", "\n")
+    return text if "\n" in text else text.replace("\r", "\n")
 
 
 def _lines(text: str) -> list[str]:

@@ -85,7 +85,9 @@ def decode(data: bytes) -> str:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ArtifactRejected(f"artifact is not valid UTF-8 (byte {exc.start})") from None
-    text = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
+    text = text.removeprefix("\ufeff").replace("\r\n", "\n")
+    if "\n" not in text:  # a classic-Mac file: a CR alone ends each line. In any other file a lone CR
+        text = text.replace("\r", "\n")  # is the author's own character (a code span `$'\r'`): kept.
     controls = sum(1 for ch in text if ord(ch) < 32 and ch not in "\n\t\f")
     if text and controls / len(text) > MAX_CONTROL_RATIO:
         raise ArtifactRejected("artifact looks binary (too many control characters)")

@@ -32,22 +32,31 @@ class Block:
     lines: tuple[str, ...]
     target: str | None  # file name of the first local link (`feedback_x.md`), None when it links none
     heading: str  # the nearest heading above it ("" before the first)
+    # Every local file it links, in order: one line may list several (`[a](a.md) · [b](b.md)`).
+    targets: tuple[str, ...] = ()
 
     @property
     def rule_heading(self) -> bool:
         return any(word in self.heading.lower() for word in _RULE_WORDS)
 
 
-def link_target(line: str) -> str | None:
-    """The file name a line links to first (markdown link to a local file, else a wikilink)."""
+def link_targets(line: str) -> tuple[str, ...]:
+    """The local file names a line links to, markdown links first, then wikilinks, each once."""
+    out: list[str] = []
     for target in _LINK_RE.findall(line):
         if "://" in target or target.startswith(("#", "mailto:")):
             continue
         name = PurePosixPath(target.split("#", 1)[0]).name
         if name:
-            return name if "." in name else f"{name}.md"
-    wiki = _WIKILINK_RE.search(line)
-    return f"{wiki.group(1).strip()}.md" if wiki else None
+            out.append(name if "." in name else f"{name}.md")
+    out += [f"{wiki.strip()}.md" for wiki in _WIKILINK_RE.findall(line)]
+    return tuple(dict.fromkeys(out))
+
+
+def link_target(line: str) -> str | None:
+    """The file name a line links to first (markdown link to a local file, else a wikilink)."""
+    targets = link_targets(line)
+    return targets[0] if targets else None
 
 
 def parse_index(text: str) -> list[Block]:
@@ -57,7 +66,8 @@ def parse_index(text: str) -> list[Block]:
 
     def close() -> None:
         if current:
-            blocks.append(Block(BlockKind.ENTRY, tuple(current), link_target(" ".join(current)), heading))
+            targets = link_targets(" ".join(current))
+            blocks.append(Block(BlockKind.ENTRY, tuple(current), targets[0] if targets else None, heading, targets))
             current.clear()
 
     for line in text.split("\n"):

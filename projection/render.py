@@ -212,18 +212,24 @@ def _render_ranked(snap: MemorySnapshot, max_lines: int, max_bytes: int) -> str:
 
 
 def _entry_lines(block: Block, snap: MemorySnapshot) -> tuple[str, ...]:
-    """The block's own lines; an entry whose file the evidence says something about gets a mark."""
-    concept = snap.indexed.get(block.target) if block.target else None
-    if block.kind is not BlockKind.ENTRY or concept is None or not concept.marks:
+    """The block's own lines; an entry whose file the evidence says something about gets a mark. A line
+    that links several files names the file each mark is about."""
+    if block.kind is not BlockKind.ENTRY:
         return block.lines
-    return (block.lines[0] + _marks(concept.marks), *block.lines[1:])
+    marked = [c for c in (snap.indexed.get(t) for t in block.targets) if c is not None and c.marks]
+    if not marked:
+        return block.lines
+    several = len(block.targets) > 1
+    marks = " · ".join(c.marks if not several or c.marks.startswith(c.file) else f"{c.file}: {c.marks}"
+                       for c in marked)
+    return (block.lines[0] + _marks(marks), *block.lines[1:])
 
 
 def _is_rule(block: Block, snap: MemorySnapshot) -> bool:
     if block.kind is not BlockKind.ENTRY:
         return False
-    concept = snap.indexed.get(block.target) if block.target else None
-    return block.rule_heading or (concept is not None and concept.rule)
+    concepts = [snap.indexed.get(t) for t in block.targets]
+    return block.rule_heading or any(c is not None and c.rule for c in concepts)
 
 
 def _render_with_index(snap: MemorySnapshot, max_lines: int, max_bytes: int) -> str:

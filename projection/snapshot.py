@@ -118,9 +118,10 @@ def memory_snapshot(conn: sqlite3.Connection, ontology: str, limit: int = MAX_LI
     if index is not None:
         by_loose = {_loose(name): name for name in files}
         for block in parse_index(index):
-            name = by_loose.get(_loose(block.target)) if block.target else None
-            if name is not None and files[name] in by_key:
-                indexed[block.target] = line(files[name])  # type: ignore[index]
+            for target in block.targets:  # every file a line links is in the index, not only its first
+                name = by_loose.get(_loose(target))
+                if name is not None and files[name] in by_key:
+                    indexed[target] = line(files[name])
     # The author's line stays verbatim; where the linked file states a later value, the mark says what
     # it says now instead of counting confirmations of a line that is out of date.
     now_says = _now_says(conn) if indexed else {}

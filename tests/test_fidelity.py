@@ -1,0 +1,63 @@
+"""What the agent reads through the projection is its memory folder, byte for byte where it is the
+author's: shapes real folders have (a literal CR in a code span, index lines that link several files,
+topic files other sources say nothing about, an index or a table too long for the budget, subfolders)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ontology.ingest import Ontology
+from projection.mount import ingest_host_files
+from projection.view import ProjectionView
+
+
+def project(tmp_path: Path, files: dict[str, bytes | str]) -> ProjectionView:
+    folder = tmp_path / "memory"
+    folder.mkdir()
+    for name, data in files.items():
+        (folder / name).write_bytes(data if isinstance(data, bytes) else data.encode("utf-8"))
+    onto = Ontology(tmp_path / "K", "notes", create=True)
+    ingest_host_files(onto, folder)
+    return ProjectionView(onto)
+
+
+def note(name: str, body: str, kind: str = "project") -> str:
+    return f"---\nname: {name}\ndescription: {name} in short\ntype: {kind}\n---\n{body}"
+
+
+def test_a_lone_carriage_return_in_the_authors_text_is_kept(tmp_path):
+    """A CR inside an LF file is the author's character (a shell quote of it), not a line break."""
+    body = "Count stray returns with `grep -c $'\r'` before blaming the editor.\n\nA second paragraph.\n"
+    data = note("stray-returns", body).encode()
+    view = project(tmp_path, {"stray_returns.md": data})
+    assert view.read("stray_returns.md").startswith(data)
+
+
+def test_every_file_an_index_line_links_is_in_the_index_not_an_addition(tmp_path):
+    """An index line may list several files (`[a](a.md) · [b](b.md)`); none of them is added again under
+    "not in the index", and only a file the index never links is."""
+    index = ("# Index\n\n## Habits\n- [Tabs](habit_tabs.md) · [Short commits](habit_commits.md) · "
+             "[[habit-reviews]]\n")
+    files = {"MEMORY.md": index, "habit_tabs.md": note("tabs", "Indent with tabs.\n"),
+             "habit_commits.md": note("commits", "Keep commits under 200 lines.\n"),
+             "habit-reviews.md": note("reviews", "Ask for a review before merging.\n"),
+             "orphan_note.md": note("orphan", "The staging host restarts nightly.\n")}
+    memory = project(tmp_path, files).read("MEMORY.md").decode()
+    assert index.rstrip("\n") in memory
+    added = memory.split("## Also in the knowledge graph (not in the index), ranked", 1)[1]
+    assert "orphan_note.md" in added
+    for name in ("habit_tabs.md", "habit_commits.md", "habit-reviews.md"):
+        assert memory.count(f"({name})") + memory.count("[[habit-reviews]]") * (name == "habit-reviews.md") == 1, name
+
+
+def test_a_mark_on_a_line_that_links_several_files_names_the_file_it_is_about():
+    from projection.render import ConceptLine, MemorySnapshot, render_memory
+
+    index = "- [Tabs](habit_tabs.md) · [Reviews](habit_reviews.md)\n- [Deploys](deploys.md) — Fridays\n"
+    indexed = {"habit_tabs.md": ConceptLine("habit_tabs", "habit_tabs.md", "Tabs", "", "project"),
+               "habit_reviews.md": ConceptLine("habit_reviews", "habit_reviews.md", "Reviews", "", "project",
+                                               "1 disputed"),
+               "deploys.md": ConceptLine("deploys", "deploys.md", "Deploys", "", "project", "1 disputed")}
+    lines = render_memory(MemorySnapshot("notes", "2026-05-01", {}, host_index=index, indexed=indexed)).splitlines()
+    assert "- [Tabs](habit_tabs.md) · [Reviews](habit_reviews.md) ⟨kg: habit_reviews.md: 1 disputed⟩" in lines
+    assert "- [Deploys](deploys.md) — Fridays ⟨kg: 1 disputed⟩" in lines, "one file: the line is about it"

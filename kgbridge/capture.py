@@ -180,13 +180,28 @@ def forget_vanished(state: ProjectState, files: list[Path], delivered: Delivered
     nothing of known names outside `answers_for` (a part of the folder that could not be listed).
     Returns the names not to send as memory files: those a move carries, and unchanged host copies of
     files deleted through the mount. An outbox that cannot be written leaves the memory of the folder
-    as it was."""
-    from ontology.clock import utc_now
-
+    as it was. The folder's state is read, changed and written under its lock (hooks change it too);
+    one held past LOCK_WAIT_S leaves forgetting to the next rescan."""
     present = {p.name: read_artifact(p) for p in files}  # None: there, but unreadable now
     readable = {name: data for name, data in present.items() if data is not None}
     prints = {name: forgetting.fingerprint(data) for name, data in readable.items()}
-    known = forgetting.KnownFiles(state, folder)
+    try:
+        with forgetting.held(state, folder, wait=forgetting.LOCK_WAIT_S) as known:
+            if known is not None:
+                return _forget_vanished(state, known, present, readable, prints, delivered, waiting, answers_for)
+    except OSError as exc:
+        log(f"could not lock the memory folder's state ({exc.strerror or exc})")
+    else:
+        log(f"the memory folder's state stayed locked for {forgetting.LOCK_WAIT_S} s; forgetting waits for the next rescan")
+    unlocked = forgetting.KnownFiles(state, folder)  # read only: what not to send again still holds
+    return {name for name, fp in prints.items() if unlocked.withholds(name, fp)}
+
+
+def _forget_vanished(state: ProjectState, known: forgetting.KnownFiles, present: dict[str, bytes | None],
+                     readable: dict[str, bytes], prints: dict[str, dict[str, object]], delivered: Delivered,
+                     waiting: set[str], answers_for: frozenset[str] | None) -> set[str]:
+    from ontology.clock import utc_now
+
     withheld = {name for name, fp in prints.items() if known.withholds(name, fp)}
     for name in [n for n, e in known.files.items() if e.get(forgetting.WITHHELD) and n not in present]:
         del known.files[name]  # deleted through the mount, now gone underneath too: its tombstone was sent
@@ -220,15 +235,14 @@ def forget_vanished(state: ProjectState, files: list[Path], delivered: Delivered
 
 
 def remember(state: ProjectState, files: dict[str, bytes], folder: forgetting.Folder) -> None:
-    """Memory files of one folder handed over by the hook (name -> bytes), in one write: the rescan
-    will know if they are gone by then. Best effort and lock-free (the hook never waits on the
-    worker): a lost update only means the next rescan learns the file itself."""
+    """Memory files of one folder handed over by the hook (name -> bytes), in one change: the rescan
+    will know if they are gone by then. Never waits (forgetting.record: under the folder's lock if
+    it is free, else left beside it); best effort: if nothing can be written, the next rescan learns
+    the file itself."""
     if not files:
         return
     try:
-        known = forgetting.KnownFiles(state, folder)
-        known.files.update((name, forgetting.fingerprint(data)) for name, data in files.items())
-        known.save()
+        forgetting.record(state, folder, {name: forgetting.fingerprint(data) for name, data in files.items()})
     except OSError:
         pass
 
@@ -605,10 +619,7 @@ def _withhold(state: ProjectState, names: list[str], delivered: Delivered) -> No
         keys = [key for name in names for key in forgetting.memory_keys(delivered, name)]
         state.forget_delivered(keys)
         delivered.difference_update(keys)
-        known = forgetting.KnownFiles(state, forgetting.Folder.CLAUDE)
-        for name in names:
-            known.withhold(name)
-        known.save()
+        forgetting.record(state, forgetting.Folder.CLAUDE, withhold=names)
     except OSError as exc:
         log(f"could not record the deletion of {', '.join(names)} locally ({exc.strerror or exc})")
 
@@ -618,9 +629,7 @@ def _keep_host_copy_back(state: ProjectState, name: str) -> None:
     after an unmount a rescan does not send it back as the newest version while it is unchanged
     (KnownFiles.withhold; a later change to it is news). Best effort, like `_withhold`."""
     try:
-        known = forgetting.KnownFiles(state, forgetting.Folder.CLAUDE)
-        known.withhold(name)
-        known.save()
+        forgetting.record(state, forgetting.Folder.CLAUDE, withhold=[name])
     except OSError as exc:
         log(f"could not record that {name} was rewritten through the mount ({exc.strerror or exc})")
 

@@ -2,17 +2,22 @@
 
 A file that vanished is sent as a tombstone; one that vanished while a new file carries its content
 (same bytes, or the same frontmatter `name:` and most of its body) as a move (docs/adr/0012). Each
-folder's last known contents live in `<state>/<slug>/<Folder>`; an unreadable folder is never read
-as an empty one. Standard library only (the hook imports it).
+folder's last known contents live in `<state>/<slug>/<Folder>`, changed only under that file's lock
+(a hook that finds it taken leaves its change beside it, never waits); an unreadable folder is never
+read as an empty one. Standard library only (the hook imports it).
 """
 
 from __future__ import annotations
 
 import base64
+import fcntl
 import hashlib
 import json
+import os
 import re
-from collections.abc import Iterable
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
 
@@ -23,6 +28,10 @@ from ontology.atomic import atomic_write
 # A renamed file is usually the same text, maybe retitled; two different memories sharing a `name:`
 # rarely share half their lines.
 MOVE_OVERLAP = 0.5
+# A rescan waits this long for a folder's state (a hook holds it for one small read and write); past
+# it, the rescan leaves forgetting to the next one rather than change the state unlocked.
+LOCK_WAIT_S = 5.0
+LOCK_POLL_S = 0.01
 _NAME_LINE = re.compile(r"^\s*name:\s*(.+?)\s*$", re.MULTILINE)
 
 
@@ -73,15 +82,39 @@ class Folder(StrEnum):
 
 
 class KnownFiles:
-    """File name -> fingerprint of what was last delivered from one memory folder."""
+    """File name -> fingerprint of what was last delivered from one memory folder: the state file, plus
+    the changes hooks left beside it while it was locked (`<Folder>.pending/`, applied in the order
+    they were made). Change it only through `held` or `record` (read, change, write under the lock)."""
 
     def __init__(self, state: ProjectState, folder: Folder = Folder.CLAUDE) -> None:
         self.path = state.dir / folder
         self.files: dict[str, dict[str, object]] = {
             name: fp for name, fp in read_json(self.path).items() if isinstance(fp, dict)}
+        self.pending = pending_dir(state, folder)
+        self._applied: list[Path] = []
+        try:
+            entries = sorted(p for p in self.pending.iterdir() if p.suffix == ".json" and not p.name.startswith("."))
+        except OSError:
+            entries = []
+        for entry in entries:
+            change = read_json(entry)
+            self._apply(change.get("files"), change.get("withhold"))
+            self._applied.append(entry)
+
+    def _apply(self, files: object, withhold: object) -> None:
+        if isinstance(files, dict):
+            self.files.update((name, fp) for name, fp in files.items() if isinstance(fp, dict))
+        for name in withhold if isinstance(withhold, list) else ():
+            if isinstance(name, str):
+                self.withhold(name)
 
     def save(self) -> None:
+        """Write the state, then drop the pending changes it now holds (a crash between the two applies
+        them again: each sets a fingerprint or a mark, so twice is once)."""
         atomic_write(self.path, json.dumps(self.files, sort_keys=True).encode())
+        for entry in self._applied:
+            entry.unlink(missing_ok=True)
+        self._applied = []
 
     def withhold(self, name: str) -> None:
         """`name` was deleted or rewritten through the mounted projection: the host's copy underneath is
@@ -92,6 +125,51 @@ class KnownFiles:
     def withholds(self, name: str, fingerprint: dict[str, object]) -> bool:
         entry = self.files.get(name) or {}
         return bool(entry.get(WITHHELD)) and entry.get("sha") in (None, fingerprint["sha"])
+
+
+def pending_dir(state: ProjectState, folder: Folder) -> Path:
+    return state.dir / f"{folder}.pending"
+
+
+@contextmanager
+def held(state: ProjectState, folder: Folder, *, wait: float) -> Iterator[KnownFiles | None]:
+    """The folder's state under its lock (an flock on `<Folder>.lock`, a file kept for it: the state
+    file itself is replaced at every save), read after the lock is taken; None when another process
+    still holds it after `wait` seconds (0: only if free this instant). Call `save` inside."""
+    state.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd = os.open(state.dir / f"{folder}.lock", os.O_RDONLY | os.O_CREAT, 0o600)  # flock needs no write access
+    try:
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    yield None
+                    return
+                time.sleep(LOCK_POLL_S)
+        try:
+            yield KnownFiles(state, folder)
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+def record(state: ProjectState, folder: Folder, files: dict[str, dict[str, object]] | None = None,
+           withhold: Iterable[str] = ()) -> None:
+    """A hook's change to the folder's state (fingerprints of files it handed over, files to withhold),
+    never waiting: under the lock if it is free this instant, else left in `<Folder>.pending/` for
+    the next holder to apply. Raises OSError when neither can be written."""
+    names = list(withhold)
+    with held(state, folder, wait=0) as known:
+        if known is not None:
+            known._apply(files, names)
+            known.save()
+            return
+    entry = pending_dir(state, folder) / f"{time.time_ns():020d}-{os.getpid()}.json"
+    atomic_write(entry, json.dumps({"files": files or {}, "withhold": names}, sort_keys=True).encode())
 
 
 def memory_keys(delivered: Delivered, filename: str) -> list[str]:

@@ -470,3 +470,56 @@ def test_the_plugin_and_install_hooks_together_are_reported_and_warned_about(bri
     local.unlink()
     assert bridge.cli("install-hooks", "--uninstall").returncode == 0
     assert bridge.status()["claude_hooks"] == "plugin kgbridge@kgbridge"
+
+
+def _note(bridge: BridgeEnv, name: str) -> Path:
+    path = bridge.memory_dir / name
+    path.write_text(f"---\nname: {name}\ndescription: a note\ntype: project\n---\n- {name} is a note of its own\n")
+    return path
+
+
+def _known(bridge: BridgeEnv) -> set[str]:
+    from kgbridge import forgetting
+    from kgbridge.state import ProjectState
+
+    with forgetting.held(ProjectState("shop", bridge.state), forgetting.Folder.CLAUDE, wait=30) as known:
+        assert known is not None
+        return set(known.files)
+
+
+def test_a_hook_never_waits_on_the_memory_folders_state_and_its_change_is_kept(active):
+    """memory-files.json is read, changed and written by hooks and by the rescan. While a rescan holds
+    it (the test takes it as the worker's rescan does), a hook remembering the file it handed over
+    neither waits nor writes under it: its change waits beside the file, and the rescan's save,
+    made from what it read before, does not erase it."""
+    from kgbridge import forgetting
+    from kgbridge.state import ProjectState
+
+    first = _note(active, "project_first.md")
+    assert active.hook(active.post_tool_use(first)).returncode == 0
+    assert _known(active) == {"project_first.md"}
+    second = _note(active, "project_second.md")
+    with forgetting.held(ProjectState("shop", active.state), forgetting.Folder.CLAUDE, wait=30) as rescan:
+        assert rescan is not None and set(rescan.files) == {"project_first.md"}
+        result = active.hook(active.post_tool_use(second))  # exits while the lock is held: it never waits
+        assert (result.returncode, result.stdout) == (0, b"")
+        rescan.save()
+    assert _known(active) == {"project_first.md", "project_second.md"}, "the hook's change survived the save"
+    assert wait_for(lambda: not drops(active.outbox))
+
+
+def test_concurrent_hooks_lose_no_entry_of_the_memory_folders_state(active):
+    """Hook processes handing over different files at the same moment each read, change and write
+    memory-files.json; unlocked, a write made from a stale read dropped another hook's entry (the
+    rescan would then not know to send a tombstone when that file is deleted)."""
+    paths = [_note(active, f"project_note_{i:02d}.md") for i in range(12)]
+    procs = [subprocess.Popen(HOOK, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              env=active.environ(), cwd=active.project) for _ in paths]
+    for proc, path in zip(procs, paths):  # every process is up and reading stdin: release them together
+        proc.stdin.write(json.dumps(active.post_tool_use(path)).encode())
+    for proc in procs:
+        proc.stdin.close()
+    for proc in procs:
+        assert proc.wait(timeout=60) == 0
+    assert _known(active) == {p.name for p in paths}
+    assert wait_for(lambda: not drops(active.outbox), timeout=60)

@@ -30,7 +30,7 @@ from projection.topic import APPENDIX_MARKER
 from projection.view import ProjectionView
 
 _MARK = re.compile(r" ⟨kg: ([^⟩]*)⟩$")
-_VOICE = re.compile(r"^- .+? \(\d{4}-\d\d-\d\d\) (agrees|disputes|supersedes|adds): ")
+_VOICE = re.compile(r"^- .+? \([^()]*\) (agrees|disputes|supersedes|adds): ")
 
 
 @dataclass
@@ -43,6 +43,7 @@ class Folder:
     marked: int = 0  # verbatim with a mark appended (MEMORY.md only)
     changed: int = 0  # author lines not found verbatim where they belong
     raw_exact: int = 0  # files whose author bytes come back byte for byte (BOM and line endings too)
+    identical: int = 0  # files shown exactly as they are on disk, nothing added
     bytes_in: int = 0
     bytes_added: int = 0
     index_lines: int = 0
@@ -159,11 +160,13 @@ def check(folder: Path, work: Path, through_mount: bool) -> Folder:
                 continue  # the view alone projects only the top level's .md files
             if not name.endswith(".md"):
                 r.raw_exact += shown == data
+                r.identical += shown == data
                 r.changed += shown != data
                 continue
             orig = _lines(_text(data))
             r.lines += len(orig)
             r.raw_exact += shown.startswith(data)
+            r.identical += shown == data
             if name == MEMORY_NAME:
                 _memory(r, orig, _lines(shown.decode()))
             else:
@@ -218,14 +221,14 @@ def main() -> None:
     total = Counter()
     for r in results:
         total.update({"files": r.files, "lines": r.lines, "kept": r.kept, "marked": r.marked, "changed": r.changed,
-                      "missing": len(r.missing), "exact": r.raw_exact, "bytes_in": r.bytes_in,
+                      "missing": len(r.missing), "exact": r.raw_exact, "identical": r.identical, "bytes_in": r.bytes_in,
                       "bytes_added": r.bytes_added})
         total.update(r.marks)
     over = [r.name for r in results if r.memory_lines > MAX_LINES or r.memory_bytes > MAX_BYTES]
     print(f"\n{len(results)} folders, {total['files']} files, {total['lines']} author lines: kept verbatim "
           f"{_pct(total['kept'] + total['marked'], total['lines'])} ({total['marked']} with a mark appended), "
           f"changed or cut {total['changed']}, files missing {total['missing']}, byte-exact files "
-          f"{total['exact']}/{total['files']}; bytes added {total['bytes_added']} to {total['bytes_in']}; "
+          f"{total['exact']}/{total['files']} (identical {total['identical']}); bytes added {total['bytes_added']} to {total['bytes_in']}; "
           f"MEMORY.md over budget: {len(over)}; index not first: {sum(not r.index_first for r in results)}")
     print("marks: " + ", ".join(f"{k} {v}" for k, v in sorted(total.items()) if k.startswith(("index ", "topic "))))
     sys.exit(1 if over or total["missing"] else 0)

@@ -1,8 +1,8 @@
 """Topic files: a memory file's own newest text plus a short evidence appendix, or a generated page
 for a concept learned from other channels (ledger, documents). Pure, standard library only.
 
-Invariant: a memory file's topic starts with its newest version exactly as written; everything from
-APPENDIX_MARKER on is ours, so `strip_appendix` of what the agent saw (edited or not) is the file as
+Invariant: a memory file's topic starts with its newest version exactly as written (and is only that
+when no other source speaks to it and it has one version); everything from APPENDIX_MARKER on is ours, so `strip_appendix` of what the agent saw (edited or not) is the file as
 the agent means to save it: an edit through the mount becomes the next version of that same file.
 """
 
@@ -63,9 +63,13 @@ def _quote(text: str) -> str:
 
 
 def render_memory_topic(t: MemoryTopic) -> str:
-    lines = [t.text.rstrip("\n"), "", APPENDIX_MARKER, "## Evidence from other sources (kgbridge)"]
-    if not t.voices:
-        lines.append(f"- No other source speaks to this file's {t.own_claims} claims yet.")
+    """The file as written, then the appendix only when it has something to say: a file no other source
+    speaks to, in its only version, is shown exactly as written (a line saying so would be noise)."""
+    if not t.voices and len(t.versions) <= 1:
+        return t.text
+    lines = [t.text.rstrip("\n"), "", APPENDIX_MARKER]
+    if t.voices:
+        lines.append("## Evidence from other sources (kgbridge)")
     for v in t.voices[:MAX_VOICES]:
         lines.append(f"- {v.source} ({said_on(v.date if v.stated else None, v.date)}) {v.stand.value}: {_quote(v.said)}"
                      + ("" if v.stand is Stand.ADDS or v.said == v.claim else f" on {_quote(v.claim)}"))

@@ -61,3 +61,14 @@ def test_a_mark_on_a_line_that_links_several_files_names_the_file_it_is_about():
     lines = render_memory(MemorySnapshot("notes", "2026-05-01", {}, host_index=index, indexed=indexed)).splitlines()
     assert "- [Tabs](habit_tabs.md) · [Reviews](habit_reviews.md) ⟨kg: habit_reviews.md: 1 disputed⟩" in lines
     assert "- [Deploys](deploys.md) — Fridays ⟨kg: 1 disputed⟩" in lines, "one file: the line is about it"
+
+
+def test_a_file_no_other_source_speaks_to_is_shown_exactly_as_written(tmp_path):
+    """No appendix saying there is nothing to add: the agent reads its own file, byte for byte (the last
+    line without its newline too), and an appendix appears where another source does speak."""
+    alone = note("queue-limits", "The job queue holds at most 500 jobs.\n\n| queue | limit |\n|---|---|\n| jobs | 500 |")
+    view = project(tmp_path, {"queue_limits.md": alone,
+                              "db_a.md": note("db-a", "- Payment database: postgres\n"),
+                              "db_b.md": note("db-b", "- Payment database: postgres\n")})
+    assert view.read("queue_limits.md") == alone.encode()
+    assert "kgbridge" in view.read("db_a.md").decode(), "db_b.md agrees: that is worth a line"

@@ -3,8 +3,9 @@
 Invariants: mounted `ro`; every write-type operation answers EROFS; attribute and entry caching are
 off and files use direct I/O, so a reader never sees a stale size or a cut-off file; each `open`
 takes one snapshot of the file's bytes and serves every read of that handle, and the size `fstat`
-reports to its process, from it. Overlay: the directory's own files stay visible (read-only) through
-a directory fd opened before mounting; the projection's MEMORY.md and topic files take precedence.
+reports to its process, from it. Overlay: the directory's own files and subfolders stay visible
+(read-only) through a directory fd opened before mounting; the projection's MEMORY.md and topic files
+take precedence.
 """
 
 from __future__ import annotations
@@ -64,14 +65,39 @@ class ProjectionFS(Operations):
         except OSError:
             return []
 
+    def _host_dir(self, parts: list[str]) -> int | None:
+        """A new fd of the host subdirectory `parts` (no symlink followed, no hidden name), or None."""
+        if self.host_fd is None:
+            return None
+        fd = os.dup(self.host_fd)
+        try:
+            for part in parts:
+                if part.startswith(".") or not part:
+                    raise FileNotFoundError(part)
+                nxt = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+                os.close(fd)
+                fd = nxt
+        except OSError:
+            os.close(fd)
+            return None
+        return fd
+
     def _host_stat(self, name: str) -> os.stat_result | None:
-        if self.host_fd is None or "/" in name or name in self.view.forgotten():
+        """A host file or subdirectory (a real folder may keep notes in `archive/`), read-only; a top-level
+        name the graph forgot (deleted or renamed away, ADR 0012) is hidden, symlinks never followed."""
+        *parents, leaf = name.split("/")
+        if self.host_fd is None or leaf.startswith(".") or (not parents and name in self.view.forgotten()):
+            return None
+        fd = self._host_dir(parents)
+        if fd is None:
             return None
         try:
-            st = os.stat(name, dir_fd=self.host_fd, follow_symlinks=False)
+            st = os.stat(leaf, dir_fd=fd, follow_symlinks=False)
         except OSError:
             return None
-        return st if stat.S_ISREG(st.st_mode) else None
+        finally:
+            os.close(fd)
+        return st if stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode) else None
 
     def _file_attrs(self, size: int, mtime: float) -> dict[str, object]:
         return {"st_mode": stat.S_IFREG | 0o444, "st_nlink": 1, "st_size": size, "st_uid": os.getuid(),
@@ -88,28 +114,53 @@ class ProjectionFS(Operations):
             fh = self._callers_handle(name)  # the kernel sends no handle with fstat: match the caller
         if fh is not None and fh in self._handles:
             return self._file_attrs(len(self._handles[fh]), time.time())
-        data = self.view.read(name)
+        data = self.view.read(name) if "/" not in name else None  # the projection's files are all top-level
         if data is not None:
             return self._file_attrs(len(data), time.time())
         st = self._host_stat(name)
+        if st is not None and stat.S_ISDIR(st.st_mode):
+            return {**self._file_attrs(0, st.st_mtime), "st_mode": stat.S_IFDIR | 0o555, "st_nlink": 2}
         if st is not None:
             return self._file_attrs(st.st_size, st.st_mtime)
         raise FuseOSError(errno.ENOENT)
 
     def readdir(self, path: str, fh: int) -> list[str]:
         if path != "/":
-            raise FuseOSError(errno.ENOTDIR)
+            return [".", "..", *self._host_subdir(path.strip("/"))]
         names = dict.fromkeys(self.view.names())
         names.update(dict.fromkeys(n for n in self._host_names() if self._host_stat(n) is not None))
         return [".", "..", *names]
+
+    def _host_subdir(self, name: str) -> list[str]:
+        st = self._host_stat(name)
+        if st is None or not stat.S_ISDIR(st.st_mode):
+            raise FuseOSError(errno.ENOTDIR if st is not None else errno.ENOENT)
+        fd = self._host_dir(name.split("/"))
+        if fd is None:
+            raise FuseOSError(errno.ENOENT)
+        try:
+            entries = sorted(n for n in os.listdir(fd) if not n.startswith("."))
+        finally:
+            os.close(fd)
+        return [n for n in entries if self._host_stat(f"{name}/{n}") is not None]
 
     def open(self, path: str, flags: int) -> int:
         if flags & (os.O_WRONLY | os.O_RDWR | os.O_TRUNC | os.O_APPEND):
             raise FuseOSError(errno.EROFS)
         name = path.lstrip("/")
-        data = self.view.read(name)
-        if data is None and self._host_stat(name) is not None:
-            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=self.host_fd)
+        data = self.view.read(name) if "/" not in name else None
+        host = self._host_stat(name) if data is None else None
+        if host is not None and stat.S_ISDIR(host.st_mode):
+            raise FuseOSError(errno.EISDIR)
+        if host is not None:
+            *parents, leaf = name.split("/")
+            parent = self._host_dir(parents)
+            if parent is None:
+                raise FuseOSError(errno.ENOENT)
+            try:
+                fd = os.open(leaf, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=parent)
+            finally:
+                os.close(parent)
             try:
                 chunks = []
                 while chunk := os.read(fd, 1 << 20):

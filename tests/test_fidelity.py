@@ -4,11 +4,16 @@ topic files other sources say nothing about, an index or a table too long for th
 
 from __future__ import annotations
 
+import errno
+import os
+import subprocess
 from pathlib import Path
 
 from ontology.ingest import Ontology
-from projection.mount import ingest_host_files
+from projection.mount import ingest_host_files, mount, unmount
+from projection.render import ConceptLine, MemorySnapshot, render_memory
 from projection.view import ProjectionView
+from support.fuse_helpers import requires_fuse
 
 
 def project(tmp_path: Path, files: dict[str, bytes | str]) -> ProjectionView:
@@ -51,8 +56,6 @@ def test_every_file_an_index_line_links_is_in_the_index_not_an_addition(tmp_path
 
 
 def test_a_mark_on_a_line_that_links_several_files_names_the_file_it_is_about():
-    from projection.render import ConceptLine, MemorySnapshot, render_memory
-
     index = "- [Tabs](habit_tabs.md) · [Reviews](habit_reviews.md)\n- [Deploys](deploys.md) — Fridays\n"
     indexed = {"habit_tabs.md": ConceptLine("habit_tabs", "habit_tabs.md", "Tabs", "", "project"),
                "habit_reviews.md": ConceptLine("habit_reviews", "habit_reviews.md", "Reviews", "", "project",
@@ -72,3 +75,38 @@ def test_a_file_no_other_source_speaks_to_is_shown_exactly_as_written(tmp_path):
                               "db_b.md": note("db-b", "- Payment database: postgres\n")})
     assert view.read("queue_limits.md") == alone.encode()
     assert "kgbridge" in view.read("db_a.md").decode(), "db_b.md agrees: that is worth a line"
+
+
+@requires_fuse
+def test_through_the_mount_subfolders_and_other_files_stay_readable(tmp_path):
+    """A real folder may keep notes in a subfolder or a script beside them: the mount must not hide them
+    (read-only, as every file the host has; symlinks are not followed)."""
+    slot = tmp_path / "memory"
+    host = {"MEMORY.md": "- [Tabs](habit_tabs.md) — tabs\n- [Old plan](archive/plan_v1.md) — the first plan\n",
+            "habit_tabs.md": note("tabs", "Indent with tabs.\n"), "restore.sh": "#!/bin/sh\necho restore\n",
+            "archive/plan_v1.md": "The first plan shipped on a Tuesday.\n",
+            "archive/older/plan_v0.md": "A sketch nobody shipped.\n", "archive/.hidden.md": "not shown\n"}
+    for name, text in host.items():
+        (slot / name).parent.mkdir(parents=True, exist_ok=True)
+        (slot / name).write_text(text, encoding="utf-8")
+    (slot / "archive" / "elsewhere.md").symlink_to("/etc/hostname")
+    Ontology(tmp_path / "K", "notes", create=True).close()
+    mount(tmp_path / "K", "notes", slot, state_dir=tmp_path / "state")
+    try:
+        def cat(name: str) -> str:
+            return subprocess.run(["cat", str(slot / name)], capture_output=True, text=True, timeout=30,
+                                  check=True).stdout
+
+        assert "archive" in os.listdir(slot) and "restore.sh" in os.listdir(slot)
+        assert sorted(os.listdir(slot / "archive")) == ["older", "plan_v1.md"]
+        for name in ("restore.sh", "archive/plan_v1.md", "archive/older/plan_v0.md"):
+            assert cat(name) == host[name], name
+        assert cat("habit_tabs.md") == host["habit_tabs.md"]
+        try:
+            os.open(slot / "archive" / "new.md", os.O_WRONLY | os.O_CREAT, 0o644)
+            raise AssertionError("a write into a subfolder must fail")
+        except OSError as exc:
+            assert exc.errno == errno.EROFS
+    finally:
+        unmount(slot, tmp_path / "state")
+    assert (slot / "archive" / "plan_v1.md").read_text() == host["archive/plan_v1.md"], "the host folder untouched"

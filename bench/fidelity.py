@@ -24,7 +24,7 @@ from pathlib import Path
 from ontology.ingest import Ontology
 from projection.mount import ingest_host_files, mount, unmount
 from projection.mounts import fuse_available
-from projection.render import MAX_BYTES, MAX_LINES
+from projection.render import FULL_INDEX_NAME, MAX_BYTES, MAX_LINES
 from projection.snapshot import MEMORY_NAME
 from projection.topic import APPENDIX_MARKER
 from projection.view import ProjectionView
@@ -50,6 +50,7 @@ class Folder:
     index_bytes: int = 0
     memory_lines: int = 0
     memory_bytes: int = 0
+    full_index: bool | None = None  # MEMORY.full.md (served while MEMORY.md is cut) is the author's index
     index_first: bool = True  # the author's index starts before anything of ours but header/disputes
     marks: Counter = field(default_factory=Counter)
     notes: list[str] = field(default_factory=list)  # every added line, for --marks
@@ -87,7 +88,9 @@ def _memory(r: Folder, orig: list[str], shown: list[str]) -> None:
     r.kept += len(hit) - len(marked)
     r.marked += len(marked)
     r.changed += len(orig) - len(matched)
-    r.notes += [f"MEMORY.md: dropped: {orig[i]}" for i in range(len(orig)) if i not in matched and orig[i].strip()]
+    dropped = [orig[i] for i in range(len(orig)) if i not in matched and orig[i].strip()]
+    r.notes += [f"MEMORY.md: not shown: {line}" for line in dropped[:3]]
+    r.notes += [f"MEMORY.md: … {len(dropped) - 3} more lines not shown"] if len(dropped) > 3 else []
     first_author = min((j for j in range(len(shown)) if j not in set(added)), default=None)
     ours_before = [shown[j] for j in added if first_author is not None and j < first_author]
     r.index_first = all(s.startswith(("> kgbridge", "## Disputed", "- **CONTESTED", "- **CONTRADICTORY")) or not s.strip()
@@ -173,6 +176,9 @@ def check(folder: Path, work: Path, through_mount: bool) -> Folder:
                 _topic(r, name, orig, shown.decode())
             author = len(_text(data).encode())
             r.bytes_added += max(0, len(shown) - author)
+        full = read(FULL_INDEX_NAME)
+        if (folder / MEMORY_NAME).exists() and full is not None:
+            r.full_index = _text(full) == _text((folder / MEMORY_NAME).read_bytes())
         memory = read(MEMORY_NAME) or b""
         r.memory_bytes, r.memory_lines = len(memory), len(_lines(memory.decode()))
         if (folder / MEMORY_NAME).exists():
@@ -212,7 +218,9 @@ def main() -> None:
             print(f"{r.name[:38]:38} {r.files:5} {r.lines:6} {_pct(r.kept + r.marked, r.lines)} {r.marked:5} "
                   f"{r.changed:4} {len(r.missing):4} {r.raw_exact:5} {r.bytes_added:8} "
                   f"{r.index_lines:4}/{r.index_bytes:6} {r.memory_lines:4}/{r.memory_bytes:6}"
-                  f"{'' if r.index_first else ' INDEX-NOT-FIRST'} {shown_marks}")
+                  f"{'' if r.index_first else ' INDEX-NOT-FIRST'}"
+                  f"{'' if r.full_index is None else ' whole index in ' + FULL_INDEX_NAME if r.full_index else ' BAD-FULL'}"
+                  f" {shown_marks}")
             if args.marks:
                 for note in r.notes:
                     print(f"    {note}")

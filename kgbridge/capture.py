@@ -449,18 +449,30 @@ def _read_topic(path: Path, timeout: float) -> str:
     return str(call_bounded(lambda: read_regular(path, MAX_ARTIFACT_BYTES).decode("utf-8"), timeout))
 
 
-def _edited_content(project: Project, target: Path, tool: str, tool_input: dict, current: str) -> str | None:
+# The author's whole index, served beside MEMORY.md while MEMORY.md cannot show all of it
+# (projection.render.FULL_INDEX_NAME); what is written to it is the index, saved as MEMORY.md.
+FULL_INDEX_NAME = "MEMORY.full.md"
+
+
+def _saved_name(target: Path) -> str:
+    return "MEMORY.md" if target.name == FULL_INDEX_NAME else target.name
+
+
+def _edited_content(project: Project, target: Path, tool: str, tool_input: dict, current: str,
+                    full_index: str | None = None) -> str | None:
     """What the memory file says after this edit of its projected topic file, whose text through the
-    mount is `current` ("" for a Write, which replaces it)."""
+    mount is `current` ("" for a Write, which replaces it). `full_index`: the author's whole index,
+    when the MEMORY.md the agent edited left some of it out."""
     content = intended_content(tool, tool_input, current)
     if content is None:
         return None
-    if target.name == "MEMORY.md":
+    if target.name in ("MEMORY.md", FULL_INDEX_NAME):
         # The projected index: save the author's lines without ours (header, disputes, marks, footer),
-        # or the next projection would show them as the author's, twice.
+        # or the next projection would show them as the author's, twice; entries the view left out
+        # stay where they were.
         from projection.indexedit import index_from_view  # only writes to the mounted slot pay for it
 
-        return index_from_view(content)
+        return index_from_view(content, current, full_index)
     # What the agent saw was a topic file: save what this memory file now says (its own text without
     # the projection's evidence appendix), as the next version of that same file.
     from projection.topic import topic_to_memory  # only writes to the mounted slot pay for it
@@ -491,7 +503,10 @@ def apply_pending_edits(project: Project, timeout: float) -> str | None:
             else:
                 tool = record["tool"]
                 current = "" if tool == "Write" else _read_topic(target, timeout)
-                content = _edited_content(project, target, tool, record["tool_input"], current)
+                full_index = None
+                if target.name == "MEMORY.md" and FULL_INDEX_NAME in current.rstrip("\n").rsplit("\n", 1)[-1]:
+                    full_index = _read_topic(target.with_name(FULL_INDEX_NAME), timeout)  # the view was cut
+                content = _edited_content(project, target, tool, record["tool_input"], current, full_index)
         except TimedOut as exc:
             return f"projection did not answer: {exc}"
         except (OSError, ValueError, KeyError, TypeError) as exc:
@@ -499,7 +514,7 @@ def apply_pending_edits(project: Project, timeout: float) -> str | None:
             content = None
         try:
             if content is not None:
-                enqueue(state, kind, target.name, content.encode("utf-8"))
+                enqueue(state, kind, _saved_name(target), content.encode("utf-8"))
             item.unlink(missing_ok=True)
         except OSError as exc:
             return f"cannot queue a pending edit: {exc.strerror or exc}"
@@ -528,21 +543,21 @@ def redirect_write(payload: dict, project: Project) -> dict | None:
         except OSError as exc:
             return _deny(f"Not saved: kgbridge's outbox cannot be written ({exc.strerror or exc}); retry later.")
         spawn_worker(str(project.root), Harness.CLAUDE, state=state)
-        _keep_host_copy_back(state, target.name)
+        _keep_host_copy_back(state, _saved_name(target))
         return _deny(f"Saved to the kgbridge outbox instead: this memory directory is kgbridge's read-only "
                      f"projection. The edit of {target.name} is applied to its current text and delivered in "
                      f"the background; MEMORY.md and the topic files show the result.")
     content = _edited_content(project, target, tool, tool_input, "")
     if content is None:
         return None
-    outcome = hand_over(state, local_drop_dir(project), "memory", target.name, content.encode("utf-8"),
+    outcome = hand_over(state, local_drop_dir(project), "memory", _saved_name(target), content.encode("utf-8"),
                         state.delivered())
     if outcome is Outcome.OUTBOX:
         spawn_worker(str(project.root), Harness.CLAUDE, state=state)
     elif outcome is Outcome.UNSAVED:
         return _deny("Not saved: kgbridge's outbox cannot be written (see `kgbridge status`). This memory "
                      "directory is kgbridge's read-only projection; retry once the state directory is fixed.")
-    _keep_host_copy_back(state, target.name)
+    _keep_host_copy_back(state, _saved_name(target))
     where = "the knowledge graph" if outcome in (Outcome.DELIVERED, Outcome.SEEN) else \
         "the kgbridge outbox (delivered in the background)"
     return _deny(f"Saved to {where} instead: this memory directory is kgbridge's read-only projection. "

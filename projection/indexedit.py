@@ -7,6 +7,7 @@ stays as written, in its order, so the next projection shows the author's index 
 
 from __future__ import annotations
 
+import difflib
 import re
 
 from projection.render import (ADDITIONS_HEADING, DISPUTED_HEADING, FOOTER_PREFIX, HEADER_PREFIX, MARK_OPEN,
@@ -54,7 +55,41 @@ def strip_projection(text: str) -> list[str]:
     return [_MARK.sub("", line) for i, line in enumerate(lines) if i not in ours]
 
 
-def index_from_view(edited: str) -> str:
-    """The index an agent means to save: `edited` without the projection's lines."""
+def index_from_view(edited: str, shown: str = "", host: str | None = None) -> str:
+    """The index an agent means to save: `edited` without the projection's lines. When the view it
+    edited (`shown`) left some of the host's index out (over budget), the edit's changes are applied
+    to the whole host index instead, so the entries the agent never saw are kept where they were."""
     own = strip_projection(edited)
-    return "\n".join(own) + "\n" if own else ""
+    if host is None or not shown:
+        return "\n".join(own) + "\n" if own else ""
+    whole = host.split("\n")
+    if whole and whole[-1] == "":
+        whole.pop()
+    seen = strip_projection(shown)
+    # Where each line the agent saw sits in the whole index (the view keeps the index's order).
+    at: list[int] = [-1] * len(seen)
+    for block in difflib.SequenceMatcher(None, whole, seen, autojunk=False).get_matching_blocks():
+        for k in range(block.size):
+            at[block.b + k] = block.a + k
+    drop: set[int] = set()
+    insert: dict[int, list[str]] = {}
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, seen, own, autojunk=False).get_opcodes():
+        if tag == "equal":
+            continue
+        mapped = [at[i] for i in range(i1, i2) if at[i] >= 0]
+        drop.update(mapped)
+        if mapped:
+            where = mapped[0]
+        elif i1 == len(seen):  # after the last line it saw: at the end, as an agent appends a new entry
+            where = len(whole)
+        else:
+            before = [at[i] for i in range(i1) if at[i] >= 0]
+            where = before[-1] + 1 if before else 0
+        insert.setdefault(where, []).extend(own[j1:j2])
+    out: list[str] = []
+    for n, line in enumerate(whole):
+        out += insert.get(n, [])
+        if n not in drop:
+            out.append(line)
+    out += insert.get(len(whole), [])
+    return "\n".join(out) + "\n" if out else ""

@@ -33,6 +33,9 @@ DISPUTED_HEADING = "## Disputed: sources disagree"
 HEADER_PREFIX = "> kgbridge ("
 RANKED_TITLE_PREFIX = "# Memory: "
 FOOTER_PREFIX = "_Not shown: "
+# When the author's index does not fit, the whole of it is served under this name too (projection/view.py):
+# under the mount MEMORY.md is ours, and an entry left out of it must stay readable, as on disk.
+FULL_INDEX_NAME = "MEMORY.full.md"
 MARK_OPEN = " ⟨kg: "
 
 
@@ -127,7 +130,7 @@ def _disputed_line(d: DisputedLine) -> str:
 
 
 def _footer(hidden_entries: int, hidden_concepts: int, hidden_disputed: int) -> str:
-    entries = f"{hidden_entries} index entries, " if hidden_entries else ""
+    entries = f"{hidden_entries} index entries (your whole index: {FULL_INDEX_NAME}), " if hidden_entries else ""
     return (f"{FOOTER_PREFIX}{entries}{hidden_concepts} concepts, {hidden_disputed} disputed claims. Every memory file "
             f"is here under its own name (with its evidence at the end); search with `kgbridge search` or MCP "
             f"kg_search / kg_concept / kg_contested._")
@@ -145,6 +148,12 @@ def _header(snap: MemorySnapshot, indexed: bool) -> list[str]:
              f"generated {snap.generated}"),
         "Marks ⟨kg: …⟩ say what independent sources add (Dempster–Shafer); disputed claims name both sides.",
     ]
+
+
+def index_cut(memory: str) -> bool:
+    """True when this rendered MEMORY.md left entries of the author's index out (its footer says where)."""
+    lines = memory.rstrip("\n").rsplit("\n", 1)
+    return lines[-1].startswith(FOOTER_PREFIX) and FULL_INDEX_NAME in lines[-1]
 
 
 def render_memory(snap: MemorySnapshot, max_lines: int = MAX_LINES, max_bytes: int = MAX_BYTES) -> str:

@@ -3,7 +3,8 @@
 Invariant: a rendered file is reused only while the graph is unchanged (a stat stamp of graph.db
 and its WAL, then the graph version: last artifact id, artifact count, database inode), so a new
 ingest shows up on the next read and nothing stale is ever served. Names: MEMORY.md, each memory
-file under its own name, every other concept as `<key>.md`.
+file under its own name, every other concept as `<key>.md`, and MEMORY.full.md (the author's whole
+index) while MEMORY.md cannot show all of it.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 
 from ontology import queries
 from ontology.ingest import Ontology
-from projection.render import render_memory
+from projection.render import FULL_INDEX_NAME, index_cut, render_memory
 from projection.snapshot import MEMORY_NAME, graph_version, memory_files, memory_snapshot, memory_topics
 from projection.topic import render_memory_topic, render_topic
 
@@ -86,12 +87,26 @@ class ProjectionView:
                 with self.ontology.reader() as conn:
                     self._refresh(conn)
             topics = [*self._files, *(f"{key}.md" for key in self._keys)]
+            if self._full_index() is not None:
+                topics.append(FULL_INDEX_NAME)
             return [MEMORY_NAME, *sorted(n for n in topics if n != MEMORY_NAME)]
+
+    def _full_index(self) -> bytes | None:
+        """The author's whole index when MEMORY.md could not show all of it (FULL_INDEX_NAME), else None.
+        Called with the lock held and the view fresh; renders MEMORY.md if it is not cached yet."""
+        if MEMORY_NAME not in self._cache:
+            self._render(MEMORY_NAME, stale=False)
+        return self._cache.get(FULL_INDEX_NAME) or None
 
     def read(self, name: str) -> bytes | None:
         """The file's current bytes, or None if the projection has no such file."""
         with self._lock:
             stale = not self._fresh()
+            if name == FULL_INDEX_NAME:
+                if stale:
+                    with self.ontology.reader() as conn:
+                        self._refresh(conn)
+                return self._full_index()
             if not stale:
                 if name in self._cache:
                     return self._cache[name]
@@ -110,7 +125,11 @@ class ProjectionView:
                 return self._cache[name]
             data: bytes | None = None
             if name == MEMORY_NAME:
-                data = render_memory(memory_snapshot(conn, self.ontology.slug)).encode("utf-8")
+                snap = memory_snapshot(conn, self.ontology.slug)
+                text = render_memory(snap)
+                data = text.encode("utf-8")
+                cut = snap.host_index is not None and index_cut(text)
+                self._cache[FULL_INDEX_NAME] = (snap.host_index or "").encode("utf-8") if cut else b""
             elif name in self._files:
                 # `ls -l` stats every file in listing order, and a topic's size is its rendering's: render
                 # the next few uncached ones with it, in one set of queries (render = charge, no estimate).

@@ -5,20 +5,23 @@ topic files other sources say nothing about, an index or a table too long for th
 from __future__ import annotations
 
 import errno
+import json
 import os
 import subprocess
 from pathlib import Path
 
 from ontology.ingest import Ontology
 from projection.mount import ingest_host_files, mount, unmount
+from support.fuse_helpers import unmount as force_unmount
 from projection.render import ConceptLine, MemorySnapshot, render_memory
 from projection.view import ProjectionView
+from support.bridge_env import BridgeEnv, drops, wait_for
 from support.fuse_helpers import requires_fuse
 
 
 def project(tmp_path: Path, files: dict[str, bytes | str]) -> ProjectionView:
     folder = tmp_path / "memory"
-    folder.mkdir()
+    folder.mkdir(parents=True)
     for name, data in files.items():
         (folder / name).write_bytes(data if isinstance(data, bytes) else data.encode("utf-8"))
     onto = Ontology(tmp_path / "K", "notes", create=True)
@@ -110,3 +113,64 @@ def test_through_the_mount_subfolders_and_other_files_stay_readable(tmp_path):
     finally:
         unmount(slot, tmp_path / "state")
     assert (slot / "archive" / "plan_v1.md").read_text() == host["archive/plan_v1.md"], "the host folder untouched"
+
+
+def over_budget_index(n: int = 260) -> str:
+    """An index taller than MEMORY.md may be: the agent can see only its head there."""
+    return "# Index\n\n" + "".join(f"- [Step {i}](step_{i}.md) — what step {i} does\n" for i in range(n))
+
+
+def test_an_index_over_budget_stays_whole_under_its_own_name(tmp_path):
+    """Under the mount MEMORY.md is ours and must fit; the entries it leaves out stay readable, as they
+    were on disk, in MEMORY.full.md (named in the footer), and only while something is left out."""
+    index = over_budget_index()
+    view = project(tmp_path, {"MEMORY.md": index, "step_0.md": note("step-0", "Step zero runs first.\n")})
+    memory = view.read("MEMORY.md").decode()
+    assert len(memory.splitlines()) <= 200 and "- [Step 259](step_259.md)" not in memory
+    assert "MEMORY.full.md" in memory.splitlines()[-1]
+    assert "MEMORY.full.md" in view.names() and view.read("MEMORY.full.md") == index.encode()
+    small = project(tmp_path / "small", {"MEMORY.md": over_budget_index(20)})
+    assert "MEMORY.full.md" not in small.names() and small.read("MEMORY.full.md") is None
+
+
+def test_an_edit_of_a_cut_index_keeps_the_entries_the_agent_never_saw():
+    from projection.indexedit import index_from_view
+
+    index = over_budget_index()
+    snap = MemorySnapshot("notes", "2026-05-01", {}, host_index=index)
+    shown = render_memory(snap)
+    edited = shown.replace("- [Step 3](step_3.md) — what step 3 does\n", "").replace(
+        "- [Step 5](step_5.md) — what step 5 does\n", "- [Step 5](step_5.md) — what step 5 does, twice a day\n"
+                                                     "- [Step 5b](step_5b.md) — a new step\n")
+    saved = index_from_view(edited, shown, index)
+    expected = index.replace("- [Step 3](step_3.md) — what step 3 does\n", "").replace(
+        "- [Step 5](step_5.md) — what step 5 does\n", "- [Step 5](step_5.md) — what step 5 does, twice a day\n"
+                                                     "- [Step 5b](step_5b.md) — a new step\n")
+    assert saved == expected
+    assert index_from_view(shown + "- [Last](last.md) — added at the end\n", shown, index) == \
+        index + "- [Last](last.md) — added at the end\n", "a line added after the footer goes after the last entry"
+
+
+@requires_fuse
+def test_an_index_edit_through_the_mount_keeps_what_the_cut_view_left_out(tmp_path):
+    """Claude Code edits MEMORY.md to add an entry; the MEMORY.md it read was cut to the budget. The
+    version saved is the whole index with the edit, not the view it saw."""
+    bridge = BridgeEnv(tmp_path).setup()
+    assert bridge.cli("activate").returncode == 0
+    bridge.memory_dir.mkdir(parents=True, exist_ok=True)
+    index = over_budget_index()
+    (bridge.memory_dir / "MEMORY.md").write_text(index, encoding="utf-8")
+    assert bridge.cli("mount").returncode == 0
+    try:
+        target = bridge.memory_dir / "MEMORY.md"
+        assert "- [Step 259]" not in target.read_text() and (bridge.memory_dir / "MEMORY.full.md").read_text() == index
+        payload = {"session_id": "s1", "cwd": str(bridge.project), "hook_event_name": "PreToolUse", "tool_name": "Edit",
+                   "tool_input": {"file_path": str(target), "old_string": "- [Step 2](step_2.md) — what step 2 does\n",
+                                  "new_string": "- [Step 2](step_2.md) — what step 2 does\n- [Step 2b](step_2b.md) — new\n"}}
+        assert json.loads(bridge.hook(payload).stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
+        assert wait_for(lambda: [p for p in drops(bridge.ingest) if p.name.endswith(".MEMORY.md")])
+        saved = [p.read_text() for p in drops(bridge.ingest) if p.name.endswith(".MEMORY.md")]
+        assert saved == [index.replace("what step 2 does\n", "what step 2 does\n- [Step 2b](step_2b.md) — new\n")]
+    finally:
+        bridge.cli("unmount")
+        force_unmount(bridge.memory_dir)

@@ -160,7 +160,8 @@ def test_an_index_over_budget_is_cut_by_priority_rules_first_never_by_name():
     assert all(f"](feedback_{i}.md)" in text for i in range(30)), "every rule survives the cut"
     assert "](project_0.md)" in text and "](project_399.md)" not in text, "the rest in the index's order"
     shown = sum(1 for i in range(400) if f"](project_{i}.md)" in text)
-    assert text.splitlines()[-1].startswith(f"_Not shown: {400 - shown} index entries, 50 concepts")
+    assert text.splitlines()[-1].startswith(f"_Not shown: {400 - shown} index entries (your whole index: "
+                                            f"MEMORY.full.md), 50 concepts")
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

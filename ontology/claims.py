@@ -58,6 +58,8 @@ def strip_bullet(line: str) -> str:
 
 def label_of(line: str) -> str | None:
     """The label of a label-only line ("**How to apply:**" -> "How to apply"), else None."""
+    if ":" not in line and "：" not in line:
+        return None  # the pattern needs one; most lines are prose, and its lazy scan is not cheap
     match = _LABEL_RE.match(strip_bullet(line).strip())
     if not match:
         return None

@@ -1,12 +1,10 @@
 """Near-duplicate lookup: which stored assertion a new wording restates (Jaccard >= 0.7 over stemmed
 content tokens), found without comparing every pair.
 
-Invariant: exact for short statements (<= EXACT_MAX_TOKENS tokens, the common case for memory
-bullets): each is indexed under its deletion neighbourhood, every subset a near-duplicate could share
-with it, so two short near-duplicates always meet under their intersection. Longer statements use
-MinHash LSH (recall >= 0.98 at the threshold). Keys are stable across processes (a rebuilt graph
-finds the same candidates) and each key returns at most a fixed number of rows, so a lookup's cost
-stays bounded as the graph grows. Candidates are always verified with the exact Jaccard.
+Invariant: exact between statements of <= EXACT_MAX_TOKENS (8) tokens, filed under their deletion
+neighbourhoods; longer ones use MinHash LSH (recall >= 0.98), which statements of <= 6 tokens never
+touch. Keys are stable across processes, each returns <= ROWS_PER_KEY rows (a lookup reads a bounded
+number of candidates however large the graph), and candidates are verified with the exact Jaccard.
 """
 
 from __future__ import annotations
@@ -30,10 +28,10 @@ NEAR_DUPLICATE_JACCARD = 0.7
 _T = Fraction(7, 10)  # the same threshold as an exact fraction, for sizes (0.7 * 10 is 7.000000000000001)
 assert float(_T) == NEAR_DUPLICATE_JACCARD
 MIN_NEAR_DUPLICATE_TOKENS = 3  # shorter statements match only exactly: too little to compare
-# Up to this many tokens a statement is indexed by its deletion neighbourhood: subsets of size
-# >= ceil(0.7 * n), i.e. 1 + n keys for n = 4..6 (fewer rows than 15 LSH bands). At 7 tokens it would
-# be 29 keys and it grows combinatorially, so longer statements use LSH.
-EXACT_MAX_TOKENS = 6
+# The largest subset filed as a key: 1 + n keys for n = 4..6 (fewer rows than 15 LSH bands), 28 for 7
+# and 8 tokens. Subsets of 7 would grow combinatorially (176 keys at 10 tokens), so longer statements
+# use LSH. J >= t forces |A & B| >= ceil(t * max(|A|, |B|)), and that is <= 6 up to 8 tokens.
+SUBSET_MAX_SIZE = 6
 ROWS_PER_KEY = 20  # rows read per key (oldest first): bounds a lookup when a key is crowded
 # Candidate token sets kept in memory (~600 bytes each, so <= ~40 MiB): a Zipf vocabulary makes the same
 # assertions candidates again and again, and fetching them was a third of the near-duplicate cost.
@@ -46,6 +44,13 @@ def min_overlap(size: int) -> int:
     """Fewest shared tokens a set of `size` tokens needs with any set to reach the threshold:
     J >= t implies |A & B| >= t * |A|."""
     return math.ceil(_T * size)
+
+
+# Statements up to this many tokens are filed under subsets: any two of them meet under a key (8).
+EXACT_MAX_TOKENS = max(n for n in range(1, 4 * SUBSET_MAX_SIZE) if min_overlap(n) <= SUBSET_MAX_SIZE)
+# The shortest statement that can restate one longer than EXACT_MAX_TOKENS (|A| / |B| >= t for A in B):
+# from it up, statements are also filed in LSH (7); shorter ones never meet a statement LSH holds.
+LSH_MIN_TOKENS = math.ceil(_T * (EXACT_MAX_TOKENS + 1))
 
 
 def subset_key(tokens: tuple[str, ...]) -> int:
@@ -91,29 +96,18 @@ class NearDuplicateIndex:
 
     def find(self, prop: Proposition) -> tuple[int | None, IndexKeys]:
         """The assertion `prop` restates, if any (best Jaccard, then lowest id), and the keys to file
-        `prop` under if it becomes a new assertion."""
+        `prop` under if it becomes a new assertion: the same keys it probes."""
         size = len(prop.tokens)
         if size < MIN_NEAR_DUPLICATE_TOKENS:
             return None, IndexKeys()  # never anyone's near-duplicate: nothing to index either
-        low = min_overlap(size)
-        if size <= EXACT_MAX_TOKENS:
-            probe_subsets = subset_keys(prop.tokens, range(low, size + 1))
-            filed_subsets = True
-        else:  # a long statement can still meet a short one under a short subset of its own
-            probe_subsets = subset_keys(prop.tokens, range(low, EXACT_MAX_TOKENS + 1))
-            filed_subsets = False
-        # LSH holds only long statements; a short one looks there if a long one could match it.
-        could_meet_long = size > EXACT_MAX_TOKENS or min_overlap(EXACT_MAX_TOKENS + 1) <= size
-        bands = minhash.bands(prop.tokens) if could_meet_long else []
-        params = probe_subsets + [x for pair in bands for x in pair]
-        row = self.conn.execute(_lookup_sql(len(probe_subsets), len(bands)), params).fetchone() if params else ()
+        subsets = subset_keys(prop.tokens, range(min_overlap(size), min(size, SUBSET_MAX_SIZE) + 1)) \
+            if size <= EXACT_MAX_TOKENS else []
+        bands = minhash.bands(prop.tokens) if size >= LSH_MIN_TOKENS else []
+        params = subsets + [x for pair in bands for x in pair]
+        row = self.conn.execute(_lookup_sql(len(subsets), len(bands)), params).fetchone() if params else ()
         found = [column.split(",") if column else [] for column in row]
-        subset_rows, band_rows = found[:len(probe_subsets)], found[len(probe_subsets):]
-        keys = IndexKeys(
-            subsets=[k for k, rows in zip(probe_subsets, subset_rows) if len(rows) < ROWS_PER_KEY]
-            if filed_subsets else [],
-            bands=[pair for pair, rows in zip(bands, band_rows) if len(rows) < ROWS_PER_KEY]
-            if size > EXACT_MAX_TOKENS else [])
+        keys = IndexKeys(subsets=[k for k, rows in zip(subsets, found) if len(rows) < ROWS_PER_KEY],
+                         bands=[pair for pair, rows in zip(bands, found[len(subsets):]) if len(rows) < ROWS_PER_KEY])
         ids = sorted({int(i) for rows in found for i in rows})
         return self._best(prop, ids), keys
 

@@ -87,6 +87,9 @@ class GraphWriter:
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
         self.near = NearDuplicateIndex(conn)
+        # Within one artifact, the concept each key was last upserted from and its id: upserting the
+        # same declaration again (a memory file's concept, once per statement) changes nothing.
+        self._upserted: dict[str, tuple[ConceptDecl, int]] = {}
 
     def seen(self, identity: str, sha256: str) -> bool:
         """A duplicate: the same bytes as the source's newest version. Older bytes coming back (an edit
@@ -256,6 +259,7 @@ class GraphWriter:
             return self._forget(artifact, extraction, channel, received_at)
         conn = self.conn
         ts = normalize_ts(artifact.timestamp, received_at)
+        self._upserted.clear()  # another artifact: another timestamp to record
         retired = self._rekey(artifact, extraction) if artifact.moved_from else None
         source_id, artifact_id, version, current_ts, deleted_at = self._record(
             artifact, extraction, channel, received_at, ts)
@@ -431,6 +435,14 @@ class GraphWriter:
                           (artifact.filename, artifact.kind.value, concept, source_id, artifact_id, ts, artifact.text))
 
     def _upsert_concept(self, decl: ConceptDecl, ts: str) -> int:
+        last = self._upserted.get(decl.key)
+        if last is not None and last[0] == decl:
+            return last[1]  # the row already holds what this declaration writes
+        concept_id = self._write_concept(decl, ts)
+        self._upserted[decl.key] = (decl, concept_id)
+        return concept_id
+
+    def _write_concept(self, decl: ConceptDecl, ts: str) -> int:
         conn = self.conn
         row = conn.execute("SELECT id, authoritative FROM concepts WHERE key=?", (decl.key,)).fetchone()
         if row is None:

@@ -29,6 +29,14 @@ _PIECE_RE = re.compile(
     r"|(?P<num>\d+(?:[.:/\-]\d+)+)"
     rf"|(?P<word>[^\W{_UNSPACED}]+(?:'[^\W{_UNSPACED}]+)?)"
     r"|(?P<eq>=)")
+# The same pieces for text without `/`, `\\` or `.`, where no path can start: the path branch scans each
+# word twice before failing, and most statements have none of the three.
+_PIECE_NO_PATH_RE = re.compile(
+    rf"(?P<run>[{_UNSPACED}]+)"
+    r"|(?P<num>\d+(?:[.:/\-]\d+)+)"
+    rf"|(?P<word>[^\W{_UNSPACED}]+(?:'[^\W{_UNSPACED}]+)?)"
+    r"|(?P<eq>=)")
+_PATH_CHARS = frozenset("/\\.")
 
 
 class Script(enum.Enum):
@@ -54,7 +62,8 @@ def words(text: str) -> list[tuple[str, bool]]:
     """(token, is_word) pairs in order for already folded text: words as they are, unspaced runs as
     bigrams (is_word False, so callers do not stem or drop them as stopwords)."""
     out: list[tuple[str, bool]] = []
-    for m in _PIECE_RE.finditer(text):
+    pieces = _PIECE_RE if not _PATH_CHARS.isdisjoint(text) else _PIECE_NO_PATH_RE
+    for m in pieces.finditer(text):
         if m.lastgroup == "run":
             out.extend((gram, False) for gram in bigrams(m.group()))
         else:

@@ -1,6 +1,6 @@
-"""The near-duplicate index against brute force: exact for short statements (every stored statement
-of at most EXACT_MAX_TOKENS tokens, probes up to the longest that can still match one), and merging
-real rewordings through ingest."""
+"""The near-duplicate index against brute force: exact between statements of at most EXACT_MAX_TOKENS
+tokens (stored and probing), and a short statement's lookup bounded: it reads no LSH bands and at most
+ROWS_PER_KEY rows per key however many stored statements share its keys."""
 
 from __future__ import annotations
 
@@ -9,13 +9,14 @@ import itertools
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ontology.neardup import EXACT_MAX_TOKENS, MIN_NEAR_DUPLICATE_TOKENS, NEAR_DUPLICATE_JACCARD, NearDuplicateIndex
+from ontology.neardup import (EXACT_MAX_TOKENS, LSH_MIN_TOKENS, MIN_NEAR_DUPLICATE_TOKENS, NEAR_DUPLICATE_JACCARD,
+                              ROWS_PER_KEY, NearDuplicateIndex)
 from ontology.normalize import Proposition
 from ontology.schema import connect
 
 _vocab = [f"w{i}" for i in range(12)]
 _short = st.frozensets(st.sampled_from(_vocab), min_size=MIN_NEAR_DUPLICATE_TOKENS, max_size=EXACT_MAX_TOKENS)
-_probe = st.frozensets(st.sampled_from(_vocab), min_size=MIN_NEAR_DUPLICATE_TOKENS, max_size=8)
+_probe = _short
 _ids = itertools.count(1)
 
 
@@ -38,18 +39,48 @@ def test_short_statements_are_found_exactly_as_brute_force_finds_them(tmp_path, 
     conn = connect(tmp_path / f"g{next(_ids)}.db")
     try:
         index = NearDuplicateIndex(conn)
-        stored: list[tuple[int, frozenset[str]]] = []
-        conn.execute("INSERT OR IGNORE INTO concepts(id, key, name, type, created_at, updated_at) "
-                     "VALUES(1, 'c', 'c', 'memory', '', '')")
-        for tokens in stored_sets:
-            prop = _prop(tokens)
-            _, keys = index.find(prop)
-            aid = conn.execute("INSERT INTO assertions(concept_id, key, text, polarity, tokens, n_tokens, created_at,"
-                               " updated_at) VALUES(1,?,?,1,?,?,'','')",
-                               (prop.key, prop.key, " ".join(sorted(tokens)), len(tokens))).lastrowid
-            index.add(aid, keys)
-            stored.append((aid, tokens))
+        stored = [(_store(conn, index, tokens), tokens) for tokens in stored_sets]
         for probe in probes:
             assert index.find(_prop(probe))[0] == _brute_force(stored, probe), probe
+    finally:
+        conn.close()
+
+
+def _store(conn, index: NearDuplicateIndex, tokens: frozenset[str]) -> int:
+    """File `tokens` as a new assertion, as the writer does; returns its id."""
+    conn.execute("INSERT OR IGNORE INTO concepts(id, key, name, type, created_at, updated_at) "
+                 "VALUES(1, 'c', 'c', 'memory', '', '')")
+    prop = _prop(tokens)
+    _, keys = index.find(prop)
+    aid = conn.execute("INSERT INTO assertions(concept_id, key, text, polarity, tokens, n_tokens, created_at,"
+                       " updated_at) VALUES(1,?,?,1,?,?,'','')",
+                       (prop.key, prop.key, " ".join(sorted(tokens)), len(tokens))).lastrowid
+    index.add(aid, keys)
+    return aid
+
+
+def test_a_short_statement_reads_no_lsh_band_and_a_bounded_number_of_rows(tmp_path):
+    """Cost, counted in rows rather than time: 200 stored statements share every key of the probe,
+    yet its lookup reads at most ROWS_PER_KEY ids per key, and never the LSH table (only statements
+    of LSH_MIN_TOKENS or more can restate one held there). The 8-token statement stored below is
+    still found by a 6-token one, exactly, through the subset they share."""
+    conn = connect(tmp_path / "g.db")
+    try:
+        index = NearDuplicateIndex(conn)
+        words = ["alpha", "bravo", "charlie", "delta", "echo"]
+        long_one = _store(conn, index, frozenset(words + ["foxtrot", "golf", "hotel"]))
+        for i in range(200):  # each shares all 5 words with the probe, so every key of it is crowded
+            _store(conn, index, frozenset(words + [f"x{i}"]))
+        assert conn.execute("SELECT count(*) FROM lsh").fetchone()[0] == 15  # the 8-token one only
+        statements: list[str] = []
+        conn.set_trace_callback(statements.append)
+        probe = frozenset(words + ["foxtrot"])
+        fresh = NearDuplicateIndex(conn)  # an empty candidate cache: it holds exactly what this lookup read
+        found, keys = fresh.find(_prop(probe))
+        conn.set_trace_callback(None)
+        assert found == long_one  # J = 6/8: the only stored statement at or above 0.7
+        assert len(probe) < LSH_MIN_TOKENS and keys.bands == []
+        assert not any("lsh" in sql for sql in statements), statements
+        assert len(fresh._cache) <= ROWS_PER_KEY * (1 + len(probe)), len(fresh._cache)
     finally:
         conn.close()

@@ -285,6 +285,23 @@ def _render_with_index(snap: MemorySnapshot, max_lines: int, max_bytes: int) -> 
         kept.update(ids)
         return True
 
+    head: dict[int, int] = {}  # a block shown in part: how many of its first lines
+
+    def keep_head(i: int) -> bool:
+        """The first lines of a block too tall for what is left (a long table, a paragraph): as many as
+        fit, whole lines, as a harness reading the file's first lines would show them."""
+        ids = group(i)
+        before = [line for j in ids[:-1] for line in lines[j]]
+        n = 0
+        while n < len(lines[i]) and budget.fits([*before, *lines[i][: n + 1]]):
+            n += 1
+        if n == 0:
+            return False
+        budget.take([*before, *lines[i][:n]])
+        kept.update(ids)
+        head[i] = n
+        return True
+
     # 1. the rules an agent must follow, 2. a short disputed section, 3. the rest of the index in its
     # order, 4. what the index does not link, ranked.
     for i in entries:
@@ -293,13 +310,14 @@ def _render_with_index(snap: MemorySnapshot, max_lines: int, max_bytes: int) -> 
     disputed: list[str] = []
     shown_disputed = _take_disputed(snap, budget, 0, disputed, budget.used + int(max_bytes * INDEX_DISPUTED_SHARE),
                                     max_lines, INDEX_DISPUTED_MAX)
+    partial = False  # only the first block that does not fit is shown in part: the index's order holds
     for i, b in enumerate(blocks):
-        if i not in kept and b.kind is not BlockKind.BLANK:
-            keep(i)
+        if i not in kept and b.kind is not BlockKind.BLANK and not keep(i) and not partial:
+            partial = keep_head(i)
     additions: list[str] = []
     shown = _take_concepts(snap.concepts, budget, additions)
-    body = [line for i in sorted(kept) for line in lines[i]]
-    hidden_entries = sum(1 for i in entries if i not in kept)
+    body = [line for i in sorted(kept) for line in lines[i][: head.get(i, len(lines[i]))]]
+    hidden_entries = sum(1 for i in entries if i not in kept or i in head)
     footer = _footer(hidden_entries, snap.n_concepts - shown, snap.n_disputed - shown_disputed)
     out = header + disputed + ([""] if disputed and body and body[0].strip() else []) + body + additions
     if out and out[-1].strip():

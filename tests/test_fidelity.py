@@ -174,3 +174,17 @@ def test_an_index_edit_through_the_mount_keeps_what_the_cut_view_left_out(tmp_pa
     finally:
         bridge.cli("unmount")
         force_unmount(bridge.memory_dir)
+
+
+def test_a_block_taller_than_the_budget_shows_its_first_lines_not_nothing():
+    """A table (or paragraph) of 260 lines in the index: a harness reading the file's first 200 lines
+    shows its head; so does MEMORY.md, whole lines, with the whole index named in the footer."""
+    rows = [f"| k{i} | value {i} |" for i in range(260)]
+    index = "# Settings\n\n| key | value |\n|---|---|\n" + "\n".join(rows) + "\n"
+    text = render_memory(MemorySnapshot("notes", "2026-05-01", {}, host_index=index))
+    lines = text.splitlines()
+    assert len(lines) <= 200 and len(text.encode()) <= 24_000
+    assert "# Settings" in lines and "| key | value |" in lines and "| k150 | value 150 |" in lines
+    shown = [ln for ln in lines if ln.startswith("| k") and ln[3].isdigit()]
+    assert shown == rows[: len(shown)], "the table's first rows, in order, none clipped"
+    assert "MEMORY.full.md" in lines[-1]

@@ -108,10 +108,10 @@ def memory_snapshot(conn: sqlite3.Connection, ontology: str, limit: int = MAX_LI
     # (its file deleted: ADR 0012).
     by_key = {r[0]: r for r in rows if r[6] or r[0] in file_of}
 
-    def line(key: str) -> ConceptLine:  # built only for what a MEMORY.md can show: 10k clips cost 40 ms
+    def line(key: str, confirmed: bool = True) -> ConceptLine:  # built only for what a MEMORY.md can show
         r = by_key[key]
         return ConceptLine(key, file_of.get(key, f"{key}.md"), clip(r[1], 120), clip(r[2] or r[10] or "", 200), r[4],
-                           _marks(int(r[7]), int(r[8]), int(r[9])))
+                           _marks(int(r[7]) if confirmed else 0, int(r[8]), int(r[9])))
 
     index = host_index(conn)
     indexed: dict[str, ConceptLine] = {}
@@ -121,7 +121,10 @@ def memory_snapshot(conn: sqlite3.Connection, ontology: str, limit: int = MAX_LI
             for target in block.targets:  # every file a line links is in the index, not only its first
                 name = by_loose.get(_loose(target))
                 if name is not None and files[name] in by_key:
-                    indexed[target] = line(files[name])
+                    # No "N confirmed" on the author's own line: another memory file of the same folder
+                    # restating a claim (a cross-reference's blurb, a boilerplate note) is no confirmation,
+                    # and a count the agent cannot trace to a claim tells it nothing (ADR 0005).
+                    indexed[target] = line(files[name], confirmed=False)
     # The author's line stays verbatim; where the linked file states a later value, the mark says what
     # it says now instead of counting confirmations of a line that is out of date.
     now_says = _now_says(conn) if indexed else {}

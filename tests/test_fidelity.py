@@ -188,3 +188,15 @@ def test_a_block_taller_than_the_budget_shows_its_first_lines_not_nothing():
     shown = [ln for ln in lines if ln.startswith("| k") and ln[3].isdigit()]
     assert shown == rows[: len(shown)], "the table's first rows, in order, none clipped"
     assert "MEMORY.full.md" in lines[-1]
+
+
+def test_an_index_line_gains_no_confirmed_count_when_another_file_restates_its_claim(tmp_path):
+    """Two notes of one folder saying the same thing (a boilerplate line, a cross-reference's blurb) is
+    no confirmation: the author's index line stays as written; the topic file names the other file."""
+    index = "- [Cache notes](cache_notes.md) — how the cache works\n- [Ops notes](ops_notes.md) — runbooks\n"
+    same = "Refresh this note from the vendor changelog before relying on it.\n"
+    view = project(tmp_path, {"MEMORY.md": index, "cache_notes.md": note("cache", same),
+                              "ops_notes.md": note("ops", same)})
+    memory = view.read("MEMORY.md").decode()
+    assert index in memory, memory
+    assert "ops_notes.md" in view.read("cache_notes.md").decode().split("kgbridge", 1)[1], "the agreement, traced"

@@ -182,6 +182,30 @@ def test_idle_and_slow_connections_are_capped_and_timed_out(server):
             sock.close()
 
 
+def test_a_request_head_past_its_budget_is_refused_before_it_ends(server):
+    """The C parser sets no bound on headers: ours does (MAX_HEADER_BYTES), whether the head comes
+    in one piece or trickles in, and a body far larger than it still passes."""
+    from ontology.connections import MAX_HEADER_BYTES
+
+    filler = [f"X-Filler-{i}: {'a' * 100}" for i in range(MAX_HEADER_BYTES // 100)]
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
+        sock.sendall(("GET /health HTTP/1.1\r\nHost: localhost\r\n" + "\r\n".join(filler) + "\r\n\r\n").encode())
+        assert sock.recv(4096).startswith(b"HTTP/1.1 431 ")
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:  # never ends its head
+        sock.sendall(b"GET /health HTTP/1.1\r\nHost: localhost\r\n")
+        sent, answer = 0, b""
+        while not answer and sent < 4 * MAX_HEADER_BYTES:
+            sock.sendall(b"X-Drip: " + b"b" * 1000 + b"\r\n")
+            sent += 1010
+            if select.select([sock], [], [], 0.01)[0]:
+                answer = sock.recv(4096)
+        assert answer.startswith(b"HTTP/1.1 431 ") and sent <= MAX_HEADER_BYTES + 2048
+    note = memory("big", "a body far over the head's budget", "- " + "word " * (4 * MAX_HEADER_BYTES // 5) + "\n")
+    reply = httpx.post(f"{server.url}/ingest", json={"ontology": "shop", "filename": "big.md", "content": note.decode()},
+                       timeout=30)
+    assert reply.status_code == 200 and reply.json()["status"] == "new"
+
+
 def test_a_stalled_event_loop_ends_the_process(tmp_path):
     """The watchdog's promise: a loop that answers nothing exits (70) instead of holding the port."""
     import subprocess

@@ -104,7 +104,41 @@ def _answer(body: bytes) -> object:
         return body[:4096].decode("utf-8", "replace")
 
 
-def _post(url: str, token: str | None, slug: str, name: str, data: bytes) -> Attempt:
+class Connections:
+    """One HTTP connection kept alive across the sends of one drain, instead of a connect (and a
+    server-side accept) per item. A connection is reused only after a 2xx answer the server did not
+    end with `Connection: close`; any other outcome closes it, and the next send opens a new one."""
+
+    def __init__(self) -> None:
+        # (url, its http.client.HTTPConnection); annotations are not evaluated, so http.client stays
+        # unimported until an HTTP send needs it (the hook imports this module)
+        self._open: tuple[str, http.client.HTTPConnection] | None = None
+
+    def take(self, url: str) -> tuple[http.client.HTTPConnection, bool]:
+        """(a connection to `url`, whether it served an earlier send)."""
+        import http.client  # lazily: only the HTTP transport pays for it
+        import urllib.parse
+
+        if self._open is not None and self._open[0] == url:
+            connection, self._open = self._open[1], None
+            return connection, True
+        self.close()
+        parts = urllib.parse.urlsplit(url)
+        factory = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+        return factory(parts.hostname or "localhost", parts.port, timeout=POST_TIMEOUT_S), False
+
+    def keep(self, url: str, connection: http.client.HTTPConnection) -> None:
+        self.close()
+        self._open = (url, connection)
+
+    def close(self) -> None:
+        if self._open is not None:
+            self._open[1].close()
+            self._open = None
+
+
+def _post(url: str, token: str | None, slug: str, name: str, data: bytes,
+          connections: Connections | None = None) -> Attempt:
     import http.client  # lazily: only the HTTP transport pays for it
     import urllib.parse
 
@@ -113,20 +147,30 @@ def _post(url: str, token: str | None, slug: str, name: str, data: bytes) -> Att
                       ensure_ascii=False).encode("utf-8")
     headers = {"Content-Type": "application/json; charset=utf-8",
                **({"Authorization": f"Bearer {token}"} if token else {})}
-    parts = urllib.parse.urlsplit(url)
-    connection = (http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection)(
-        parts.hostname or "localhost", parts.port, timeout=POST_TIMEOUT_S)
-    try:
-        with alarm(POST_TIMEOUT_S):
-            try:
-                connection.request("POST", parts.path or "/", body=body, headers=headers)
-            except (BrokenPipeError, ConnectionResetError):
-                pass  # a server may answer (413) and close before reading the body: read that answer
-            response = connection.getresponse()
-            answer = response.read(65536)
-    except (OSError, ValueError, http.client.HTTPException) as exc:  # refused, reset, timed out
-        return Attempt(SendOutcome.RETRY, {"error": f"{type(exc).__name__}: {exc}"})
-    finally:
+    path = urllib.parse.urlsplit(url).path or "/"
+    pool = connections if connections is not None else Connections()
+    while True:
+        connection, reused = pool.take(url)
+        try:
+            with alarm(POST_TIMEOUT_S):
+                try:
+                    connection.request("POST", path, body=body, headers=headers)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # a server may answer (413) and close before reading the body: read that answer
+                response = connection.getresponse()
+                answer = response.read(65536)
+        except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError) as exc:
+            connection.close()
+            if reused:
+                continue  # the server closed a kept connection meanwhile: once more on a new one (ingest is idempotent)
+            return Attempt(SendOutcome.RETRY, {"error": f"{type(exc).__name__}: {exc}"})
+        except (OSError, ValueError, http.client.HTTPException) as exc:  # refused, timed out
+            connection.close()
+            return Attempt(SendOutcome.RETRY, {"error": f"{type(exc).__name__}: {exc}"})
+        break
+    if 200 <= response.status < 300 and not response.will_close and connections is not None:
+        pool.keep(url, connection)
+    else:
         connection.close()
     if 200 <= response.status < 300:
         return Attempt(SendOutcome.DELIVERED, {"status": response.status})
@@ -136,13 +180,14 @@ def _post(url: str, token: str | None, slug: str, name: str, data: bytes) -> Att
     return Attempt(SendOutcome.REFUSED, detail)
 
 
-def send(detection: Detection, slug: str, dropped: str, data: bytes, *, token: str | None = None) -> Attempt:
-    """One attempt over the detected transport."""
+def send(detection: Detection, slug: str, dropped: str, data: bytes, *, token: str | None = None,
+         connections: Connections | None = None) -> Attempt:
+    """One attempt over the detected transport (over `connections`' kept connection, if given)."""
     if detection.transport == Transport.DIR and detection.ingest_target:
         return _send_drop(Path(detection.ingest_target), dropped, data)
     if detection.transport == Transport.HTTP and detection.ingest_target:
         # The drop name carries the kind hint and original name; the backend decodes both.
-        return _post(detection.ingest_target, backend_token(token), slug, dropped, data)
+        return _post(detection.ingest_target, backend_token(token), slug, dropped, data, connections)
     return Attempt(SendOutcome.RETRY, {"error": f"backend {detection.state}: {detection.reason}"})
 
 
@@ -172,6 +217,15 @@ def _settle(state: ProjectState, item: OutboxItem, attempt: Attempt, key: str, t
 def drain(state: ProjectState, detection: Detection) -> DrainReport:
     """Send waiting items oldest first until the outbox is empty or the backend stops answering.
     The caller holds `state.lock()`. Raises StateUnusable when the outbox cannot be read."""
+    connections = Connections()  # one kept-alive connection for the whole drain
+    try:
+        delivered, refused, stopped = _drain_items(state, detection, connections)
+    finally:
+        connections.close()
+    return DrainReport(delivered, refused, len(state.outbox_items()), stopped)
+
+
+def _drain_items(state: ProjectState, detection: Detection, connections: Connections) -> tuple[int, int, str | None]:
     delivered, refused, stopped = 0, 0, None
     settled = state.delivered()
     for item in state.outbox_items():
@@ -187,7 +241,7 @@ def drain(state: ProjectState, detection: Detection) -> DrainReport:
         if key in settled:
             item.path.unlink(missing_ok=True)
             continue
-        attempt = send(detection, state.slug, item.drop_name, data)
+        attempt = send(detection, state.slug, item.drop_name, data, connections=connections)
         if attempt.outcome is SendOutcome.RETRY:
             stopped = str(attempt.detail.get("error") or f"HTTP {attempt.detail.get('status')}")
             break
@@ -199,4 +253,4 @@ def drain(state: ProjectState, detection: Detection) -> DrainReport:
         settled.add(key)
         delivered += attempt.outcome is SendOutcome.DELIVERED
         refused += attempt.outcome is SendOutcome.REFUSED
-    return DrainReport(delivered, refused, len(state.outbox_items()), stopped)
+    return delivered, refused, stopped

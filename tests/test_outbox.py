@@ -211,3 +211,55 @@ def test_read_only_or_full_state_dir_is_reported_and_nothing_is_lost(tmp_path, s
     assert bridge.cli("flush", env=env).returncode == 0
     assert sorted(p.read_bytes() for p in drops(bridge.ingest)) == sorted(
         p.read_bytes() for p in (first, second, third))
+
+
+def _queued(tmp_path: Path, n: int):
+    from kgbridge.deliver import enqueue
+    from kgbridge.state import ProjectState
+
+    state = ProjectState("shop", base=tmp_path / "state")
+    for i in range(n):
+        assert enqueue(state, "memory", f"note-{i}.md", memory(f"note-{i}", f"Queued while away {i}"))
+    return state
+
+
+def test_a_drain_sends_its_items_over_one_kept_alive_connection(tmp_path, monkeypatch):
+    """A connect (and an accept on the server) per item was most of a small item's cost."""
+    import socket
+
+    from kgbridge.deliver import drain
+    from kgbridge.detect import Activation, Detection, Transport
+    from support.server_proc import artifact_rows
+
+    server_root = tmp_path / "Knowledge"
+    (server_root / "ontology" / "shop" / "ingest").mkdir(parents=True)
+    state = _queued(tmp_path, 5)
+    with ServerProcess(server_root) as server:
+        opened, real = [], socket.create_connection
+        monkeypatch.setattr(socket, "create_connection", lambda *a, **k: opened.append(a[0]) or real(*a, **k))
+        with state.lock():
+            report = drain(state, Detection(Activation.ACTIVE, Transport.HTTP, f"{server.url}/ingest", "test"))
+    assert tuple(report) == (5, 0, 0, None)
+    assert opened == [("127.0.0.1", server.port)]
+    assert len(artifact_rows(server_root / "ontology" / "shop" / "graph.db")) == 5
+
+
+def test_a_kept_connection_the_server_closed_meanwhile_is_opened_again(tmp_path):
+    """The server ends an idle kept-alive connection after KEEP_ALIVE_SECONDS; the next send on it
+    must not come back as a failure (which would stop the drain and back off)."""
+    from kgbridge.deliver import Connections, SendOutcome, send
+    from kgbridge.detect import Activation, Detection, Transport
+    from ontology.connections import KEEP_ALIVE_SECONDS
+    from ontology.layout import drop_name
+
+    server_root = tmp_path / "Knowledge"
+    (server_root / "ontology" / "shop" / "ingest").mkdir(parents=True)
+    connections = Connections()
+    with ServerProcess(server_root) as server:
+        detection = Detection(Activation.ACTIVE, Transport.HTTP, f"{server.url}/ingest", "test")
+        first = send(detection, "shop", drop_name("memory", b"a", "a.md"), memory("a", "First"), connections=connections)
+        time.sleep(KEEP_ALIVE_SECONDS + 1)
+        second = send(detection, "shop", drop_name("memory", b"b", "b.md"), memory("b", "Second"),
+                      connections=connections)
+        connections.close()
+    assert (first.outcome, second.outcome) == (SendOutcome.DELIVERED, SendOutcome.DELIVERED)

@@ -18,6 +18,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 # Headers a proxy or a crafted request could send twice to slip one value past the check.
 SINGLE_HEADERS = frozenset({"host", "origin", "sec-fetch-site", "authorization"})
+_COMMON_LOOPBACK = frozenset({"127.0.0.1", "::1"})
 
 
 def is_loopback(name: str) -> bool:
@@ -29,6 +30,8 @@ def is_loopback(name: str) -> bool:
         return True
     if name.startswith("[") and name.endswith("]"):
         name = name[1:-1]
+    if name in _COMMON_LOOPBACK:
+        return True  # what every local client sends: no `ipaddress` parse per request
     try:
         return ipaddress.ip_address(name).is_loopback
     except ValueError:

@@ -81,7 +81,10 @@ def _now_says(conn: sqlite3.Connection) -> dict[str, str]:
 
 
 def _sides(rows: list[queries.EvidenceRow], stance: int) -> str:
-    names = ", ".join(f"{source_name(r.source)} {r.timestamp[:10]}" for r in rows if r.stance == stance)
+    """The sources on one side, each with the day it states; a file that states none says so (the day it
+    was ingested, a mount's first pass for a whole folder, says nothing about when it was written)."""
+    names = ", ".join(f"{source_name(r.source)} {r.timestamp[:10] if r.stated else '(undated)'}"
+                      for r in rows if r.stance == stance)
     return clip(names or "-", SIDE_CHARS)
 
 

@@ -200,3 +200,14 @@ def test_an_index_line_gains_no_confirmed_count_when_another_file_restates_its_c
     memory = view.read("MEMORY.md").decode()
     assert index in memory, memory
     assert "ops_notes.md" in view.read("cache_notes.md").decode().split("kgbridge", 1)[1], "the agreement, traced"
+
+
+def test_a_disputed_line_never_dates_a_file_by_the_day_it_was_ingested(tmp_path):
+    """Files that state no date were not written on the day the mount read them: the disputed section
+    says they are undated instead of giving every side today's date."""
+    view = project(tmp_path, {"MEMORY.md": "- [Jobs](jobs.md) — nightly jobs\n",
+                              "jobs.md": note("jobs", "The `sync_orders` job runs nightly at two.\n"),
+                              "cleanup.md": note("cleanup", "Old jobs: `sync_orders` removed.\n")})
+    memory = view.read("MEMORY.md").decode()
+    disputed = [ln for ln in memory.splitlines() if ln.startswith("- **CONTESTED**")]
+    assert disputed and "jobs.md (undated)" in disputed[0] and "cleanup.md (undated)" in disputed[0], memory

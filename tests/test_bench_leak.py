@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import subprocess
+import sys
 from pathlib import Path
 
-from bench.leak import leaks
+REPO = Path(__file__).resolve().parent.parent
 
 SENTENCE = "The nightly export of the orchid ledger runs before the harbour sync starts"
 SHAPE = "---\nname: some-note\ndescription: a note\nmetadata:\n  type: project\n---\n"
@@ -30,12 +31,21 @@ def _repo(root: Path, text: str) -> Path:
     return repo
 
 
+def leaks(repo: Path, corpus: Path) -> list[tuple[str, str]]:
+    """Run the real script (tests never import bench); its listing as (repo file, corpus folders)."""
+    out = subprocess.run([sys.executable, "-m", "bench.leak", str(corpus), "--repo", str(repo)],
+                         cwd=REPO, capture_output=True, text=True)
+    hits = [tuple(line.split(": ", 2)[:2]) for line in out.stdout.splitlines()]
+    assert out.returncode == (1 if hits else 0), out.stderr
+    return [(path, shares.removeprefix("shares with ")) for path, shares in hits]
+
+
 def test_a_copied_sentence_is_found_with_its_folder_even_rewrapped(tmp_path: Path) -> None:
     rewrapped = "Intro.\n" + SENTENCE.replace(" the harbour", "\n  the harbour") + "\n"
-    hits = leaks(_repo(tmp_path, rewrapped), _corpus(tmp_path), min_run=48, generic=3)
-    assert hits and {(path, folders) for path, folders, _ in hits} == {("fixture.md", "bob__harbour")}
+    hits = leaks(_repo(tmp_path, rewrapped), _corpus(tmp_path))
+    assert hits and set(hits) == {("fixture.md", "bob__harbour")}
 
 
 def test_a_shape_every_author_shares_and_untracked_files_are_not_reported(tmp_path: Path) -> None:
     own_words = SHAPE + "Invented text that no corpus folder has ever contained at all.\n"
-    assert leaks(_repo(tmp_path, own_words), _corpus(tmp_path), min_run=48, generic=3) == []
+    assert leaks(_repo(tmp_path, own_words), _corpus(tmp_path)) == []

@@ -93,11 +93,11 @@ def _memory(r: Folder, orig: list[str], shown: list[str]) -> None:
     r.notes += [f"MEMORY.md: … {len(dropped) - 3} more lines not shown"] if len(dropped) > 3 else []
     first_author = min((j for j in range(len(shown)) if j not in set(added)), default=None)
     ours_before = [shown[j] for j in added if first_author is not None and j < first_author]
-    r.index_first = all(s.startswith(("> kgbridge", "## Disputed", "- **CONTESTED", "- **CONTRADICTORY")) or not s.strip()
-                        for s in ours_before)
+    ours = ("> kgbridge", "## Disputed", "- **CONTESTED", "- **CONTRADICTORY")
+    r.index_first = all(s.startswith(ours) or not s.strip() for s in ours_before)
     for j in added:
         line = shown[j]
-        kind = ("header" if line.startswith("> kgbridge") else "footer" if line.startswith("_Not shown")
+        kind = ("header" if line.startswith("> kgbridge") else "footer" if line.endswith("kg_contested._")
                 else "disputed" if line.startswith(("- **CONTESTED", "- **CONTRADICTORY")) else
                 "heading" if line.startswith("#") else "blank" if not line.strip() else "addition")
         r.marks[f"index {kind}"] += 1
@@ -236,7 +236,8 @@ def main() -> None:
     print(f"\n{len(results)} folders, {total['files']} files, {total['lines']} author lines: kept verbatim "
           f"{_pct(total['kept'] + total['marked'], total['lines'])} ({total['marked']} with a mark appended), "
           f"changed or cut {total['changed']}, files missing {total['missing']}, byte-exact files "
-          f"{total['exact']}/{total['files']} (identical {total['identical']}); bytes added {total['bytes_added']} to {total['bytes_in']}; "
+          f"{total['exact']}/{total['files']} (identical {total['identical']}); "
+          f"bytes added {total['bytes_added']} to {total['bytes_in']}; "
           f"MEMORY.md over budget: {len(over)}; index not first: {sum(not r.index_first for r in results)}")
     print("marks: " + ", ".join(f"{k} {v}" for k, v in sorted(total.items()) if k.startswith(("index ", "topic "))))
     sys.exit(1 if over or total["missing"] else 0)

@@ -10,8 +10,8 @@ from __future__ import annotations
 import difflib
 import re
 
-from projection.render import (ADDITIONS_HEADING, DISPUTED_HEADING, FOOTER_PREFIX, HEADER_PREFIX, MARK_OPEN,
-                               RANKED_HEADINGS, RANKED_TITLE_PREFIX)
+from projection.render import (ADDITIONS_HEADING, DISPUTED_HEADING, FOOTER_PREFIX, FOOTER_TAIL, HEADER_PREFIX,
+                               MARK_OPEN, RANKED_HEADINGS, RANKED_TITLE_PREFIX)
 
 _MARK = re.compile(re.escape(MARK_OPEN) + r"[^⟩\n]*⟩$")
 _OUR_SECTIONS = (DISPUTED_HEADING, ADDITIONS_HEADING, *RANKED_HEADINGS)
@@ -38,7 +38,7 @@ def _ours(lines: list[str]) -> set[int]:
                 out.add(i)
             if line == DISPUTED_HEADING and i + 1 < len(lines) and not lines[i + 1].strip():
                 out.add(i + 1)  # the blank line between the disputed section and the index
-        elif line.startswith(FOOTER_PREFIX) and line.endswith("_"):
+        elif line.startswith(("_", FOOTER_PREFIX)) and line.endswith(FOOTER_TAIL):
             out.add(i)
             if i and not lines[i - 1].strip():
                 out.add(i - 1)

@@ -33,6 +33,8 @@ DISPUTED_HEADING = "## Disputed: sources disagree"
 HEADER_PREFIX = "> kgbridge ("
 RANKED_TITLE_PREFIX = "# Memory: "
 FOOTER_PREFIX = "_Not shown: "
+FOOTER_TAIL = ("Every memory file is here under its own name (what other sources say about it at its end, where "
+               "they say something); search with `kgbridge search` or MCP kg_search / kg_concept / kg_contested._")
 # When the author's index does not fit, the whole of it is served under this name too (projection/view.py):
 # under the mount MEMORY.md is ours, and an entry left out of it must stay readable, as on disk.
 FULL_INDEX_NAME = "MEMORY.full.md"
@@ -130,10 +132,11 @@ def _disputed_line(d: DisputedLine) -> str:
 
 
 def _footer(hidden_entries: int, hidden_concepts: int, hidden_disputed: int) -> str:
-    entries = f"{hidden_entries} index entries (your whole index: {FULL_INDEX_NAME}), " if hidden_entries else ""
-    return (f"{FOOTER_PREFIX}{entries}{hidden_concepts} concepts, {hidden_disputed} disputed claims. Every memory file "
-            f"is here under its own name (with its evidence at the end); search with `kgbridge search` or MCP "
-            f"kg_search / kg_concept / kg_contested._")
+    """What was left out, if anything (never "0 concepts"), and where the rest is."""
+    hidden = ", ".join(part for part, n in (
+        (f"{hidden_entries} index entries (your whole index: {FULL_INDEX_NAME})", hidden_entries),
+        (f"{hidden_concepts} concepts", hidden_concepts), (f"{hidden_disputed} disputed claims", hidden_disputed)) if n)
+    return f"{FOOTER_PREFIX}{hidden}. {FOOTER_TAIL}" if hidden else f"_{FOOTER_TAIL}"
 
 
 def _header(snap: MemorySnapshot, indexed: bool) -> list[str]:

@@ -2,8 +2,9 @@
 for a concept learned from other channels (ledger, documents). Pure, standard library only.
 
 Invariant: a memory file's topic starts with its newest version exactly as written (and is only that
-when no other source speaks to it and it has one version); everything from APPENDIX_MARKER on is ours, so `strip_appendix` of what the agent saw (edited or not) is the file as
-the agent means to save it: an edit through the mount becomes the next version of that same file.
+when no other source speaks to it and it has one version); everything from APPENDIX_MARKER on is
+ours, so `strip_appendix` of what the agent saw (edited or not) is the file as the agent means to
+save it: an edit through the mount becomes the next version of that same file.
 """
 
 from __future__ import annotations

@@ -211,3 +211,9 @@ def test_a_disputed_line_never_dates_a_file_by_the_day_it_was_ingested(tmp_path)
     memory = view.read("MEMORY.md").decode()
     disputed = [ln for ln in memory.splitlines() if ln.startswith("- **CONTESTED**")]
     assert disputed and "jobs.md (undated)" in disputed[0] and "cleanup.md (undated)" in disputed[0], memory
+
+
+def test_the_footer_counts_only_what_was_left_out():
+    index = "- [Deploys](deploys.md) — Fridays\n"
+    text = render_memory(MemorySnapshot("notes", "2026-05-01", {}, host_index=index))
+    assert "Not shown" not in text and " 0 " not in text.splitlines()[-1], "nothing left out: nothing to count"

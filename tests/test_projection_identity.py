@@ -159,7 +159,7 @@ def test_an_index_edit_through_the_mount_saves_the_authors_index_without_the_pro
     disputed section, marks and footer around the author's index; only the author's lines are saved."""
     target = mounted.memory_dir / "MEMORY.md"
     shown = cat(target)
-    assert "⟨kg: 1 disputed⟩" in shown and "## Disputed" in shown and "_Not shown" in shown
+    assert "⟨kg: 1 disputed⟩" in shown and "## Disputed" in shown and "kg_contested._" in shown
     new_line = "- [Deploy days](project_deploy.md) — deploys only on Fridays"
     if tool == "Edit":
         tool_input = {"file_path": str(target), "old_string": "## Project\n", "new_string": f"## Project\n{new_line}\n"}

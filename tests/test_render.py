@@ -6,8 +6,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from projection.rank import ConceptStats, rank
-from projection.render import (DISPUTED_SHARE, MAX_BYTES, MAX_LINES, ConceptLine, DisputedLine, MemorySnapshot,
-                               render_memory)
+from projection.render import (DISPUTED_SHARE, FOOTER_TAIL, MAX_BYTES, MAX_LINES, ConceptLine, DisputedLine,
+                               MemorySnapshot, render_memory)
 
 WIDE = ["a", "é", "漢字", "🧠", "e\u0301", "ß", "ﷺ", "\u200d", "𝔘", "—"]
 
@@ -39,7 +39,7 @@ def _check(text: str, snap: MemorySnapshot) -> None:
         used = sum(len(ln.encode()) + 1 for ln in lines)
         # The reserved part was filled: one more line would have crossed the share of lines or bytes.
         assert used + 450 > DISPUTED_SHARE * (MAX_BYTES - 1000) or len(lines) + 2 > DISPUTED_SHARE * (MAX_LINES - 6)
-    assert text.splitlines()[-1].startswith("_Not shown:")
+    assert text.splitlines()[-1].endswith(FOOTER_TAIL)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -174,7 +174,7 @@ def test_memory_with_a_host_index_stays_within_budget(n_feedback, n_project, hoo
                            for i in range(n_disputed)], host_index=index, indexed=snap.indexed)
     text = render_memory(snap)
     assert len(text.encode()) <= MAX_BYTES and len(text.splitlines()) <= MAX_LINES
-    assert text.splitlines()[-1].startswith("_Not shown:")
+    assert text.splitlines()[-1].endswith(FOOTER_TAIL)
     if len(index.encode()) + 2000 < MAX_BYTES and len(index.splitlines()) + 20 < MAX_LINES:
         assert all(f"](feedback_{i}.md)" in text for i in range(n_feedback))
 

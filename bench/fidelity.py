@@ -63,6 +63,8 @@ def _text(data: bytes) -> str:
 
 
 def _lines(text: str) -> list[str]:
+    if not text:
+        return []
     return text.split("\n")[:-1] if text.endswith("\n") else text.split("\n")
 
 

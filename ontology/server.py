@@ -142,9 +142,10 @@ def serve(root: Path, host: str = "127.0.0.1", port: int = 8765, token: str | No
     app = build_app(root, token=token, allow_remote_hosts=remote, memory=memory, project_slug=project_slug)
     raise_descriptor_limit()
     # No access log: a line per request cost the event loop about a tenth of a POST's handling
-    # (bench/server.py); failures are logged where they happen, with their reason.
+    # (bench/server.py); failures are logged where they happen, with their reason. No proxy-header
+    # middleware either: nothing reads the client's address, and a layer per request is not free.
     config = uvicorn.Config(app.asgi, host=host, port=port, log_level="info", lifespan="on", access_log=False,
-                            timeout_graceful_shutdown=30, **uvicorn_limits())
+                            proxy_headers=False, timeout_graceful_shutdown=30, **uvicorn_limits())
     try:
         _Server(config).run()
     finally:

@@ -1,11 +1,12 @@
 """Server throughput: `POST /ingest` (sequential and 4 concurrent clients) and the drop directory.
 
-Run: .venv/bin/python -m bench.server [--n 500] [--corpus zipf,repetitive --n 20000]
+Run: .venv/bin/python -m bench.server [--n 500] [--corpus zipf,repetitive --n 20000] [--delivery --n 1000]
 Starts a real `kgbridge serve` on a free loopback port over a temporary knowledge root; all three
 figures come from one run so their ratios compare like with like on a noisy machine. With
 `--corpus`, only the single-POST path runs (one artifact per request, one client), over the
 `bench.ingest` corpora, reporting the rate overall and over the first and last 1,000 requests, and
 the CPU time of the server and of the client (what the rate would be if the two had the machine).
+With `--delivery`, the bridge's own sends: a new connection per item against one kept alive.
 """
 
 from __future__ import annotations
@@ -70,6 +71,37 @@ def single_posts(kind: str, n: int) -> dict[str, float]:
     return figures
 
 
+def delivery(n: int) -> dict[str, float]:
+    """The bridge's sends (`kgbridge.deliver.send`, what a drain does per outbox item) of `n` corpus
+    items to a fresh server: a new connection per item (before issue 15's session 5) against one
+    kept-alive connection for all of them (a drain now). Rates in items/s, with the client's CPU."""
+    from kgbridge.deliver import Connections, SendOutcome, send
+    from kgbridge.detect import Activation, Detection, Transport
+    from ontology.layout import drop_name
+
+    items = [(drop_name("memory", data, name), data) for name, data in corpus("zipf", 2 * n, 0.0)]
+    figures = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "root"
+        (root / "ontology" / "bench" / "ingest").mkdir(parents=True)
+        with ServerProcess(root) as server:
+            detection = Detection(Activation.ACTIVE, Transport.HTTP, f"{server.url}/ingest", "bench")
+            for label, batch, connections in (("new connection per item", items[:n], None),
+                                              ("one kept-alive connection", items[n:], Connections())):
+                start, cpu = time.perf_counter(), time.process_time()
+                for dropped, data in batch:
+                    attempt = send(detection, "bench", dropped, data, connections=connections)
+                    if attempt.outcome is not SendOutcome.DELIVERED:
+                        raise RuntimeError(f"{dropped}: {attempt.detail}")
+                elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
+                if connections is not None:
+                    connections.close()
+                figures[label] = n / elapsed
+                print(f"deliver {n} items, {label}: {n / elapsed:7.1f}/s, client CPU {cpu / n * 1000:.3f} ms/item, "
+                      f"load {os.getloadavg()[0]:.1f}", flush=True)
+    return figures
+
+
 def _peak_rss_mb(pid: int) -> float:
     """Peak resident set size of a process (Linux /proc: VmHWM, in kB)."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -88,8 +120,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--n", type=int, default=500)
     parser.add_argument("--corpus", help="zipf,repetitive: single-POST path over these corpora only")
+    parser.add_argument("--delivery", action="store_true", help="the bridge's sends: a connection per item or one")
     args = parser.parse_args()
     n = args.n
+    if args.delivery:
+        delivery(n)
+        return
     if args.corpus:
         for kind in args.corpus.split(","):
             single_posts(kind, n)

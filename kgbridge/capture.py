@@ -502,7 +502,7 @@ def apply_pending_edits(project: Project, timeout: float) -> str | None:
                 content = forgetting.move(source.name, target.name, moved, record["at"]).decode("utf-8")
             else:
                 tool = record["tool"]
-                current = "" if tool == "Write" else _read_topic(target, timeout)
+                current = "" if tool == "Write" and target.name != "MEMORY.md" else _read_topic(target, timeout)
                 full_index = None
                 if target.name == "MEMORY.md" and FULL_INDEX_NAME in current.rstrip("\n").rsplit("\n", 1)[-1]:
                     full_index = _read_topic(target.with_name(FULL_INDEX_NAME), timeout)  # the view was cut
@@ -537,7 +537,9 @@ def redirect_write(payload: dict, project: Project) -> dict | None:
     if not _inside(target, memory_dir) or vetoed(project):
         return None
     state = ProjectState(project.slug)
-    if tool != "Write":
+    # A Write of MEMORY.md goes through the worker too: what the agent read there may have been cut to the
+    # budget, and only the worker reads the mount (the whole index, to keep the entries it never saw).
+    if tool != "Write" or target.name == "MEMORY.md":
         try:
             state.put_edit({"target": str(target), "tool": tool, "tool_input": tool_input})
         except OSError as exc:

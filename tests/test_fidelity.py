@@ -10,6 +10,8 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from ontology.ingest import Ontology
 from projection.mount import ingest_host_files, mount, unmount
 from support.fuse_helpers import unmount as force_unmount
@@ -152,7 +154,8 @@ def test_an_edit_of_a_cut_index_keeps_the_entries_the_agent_never_saw():
 
 
 @requires_fuse
-def test_an_index_edit_through_the_mount_keeps_what_the_cut_view_left_out(tmp_path):
+@pytest.mark.parametrize("tool", ["Edit", "Write"])
+def test_an_index_edit_through_the_mount_keeps_what_the_cut_view_left_out(tmp_path, tool):
     """Claude Code edits MEMORY.md to add an entry; the MEMORY.md it read was cut to the budget. The
     version saved is the whole index with the edit, not the view it saw."""
     bridge = BridgeEnv(tmp_path).setup()
@@ -164,9 +167,12 @@ def test_an_index_edit_through_the_mount_keeps_what_the_cut_view_left_out(tmp_pa
     try:
         target = bridge.memory_dir / "MEMORY.md"
         assert "- [Step 259]" not in target.read_text() and (bridge.memory_dir / "MEMORY.full.md").read_text() == index
-        payload = {"session_id": "s1", "cwd": str(bridge.project), "hook_event_name": "PreToolUse", "tool_name": "Edit",
-                   "tool_input": {"file_path": str(target), "old_string": "- [Step 2](step_2.md) — what step 2 does\n",
-                                  "new_string": "- [Step 2](step_2.md) — what step 2 does\n- [Step 2b](step_2b.md) — new\n"}}
+        step_2 = "- [Step 2](step_2.md) — what step 2 does\n"
+        edit = {"old_string": step_2, "new_string": f"{step_2}- [Step 2b](step_2b.md) — new\n"}
+        if tool == "Write":  # a rewrite of what it read (the cut view), with the new line
+            edit = {"content": target.read_text().replace(edit["old_string"], edit["new_string"])}
+        payload = {"session_id": "s1", "cwd": str(bridge.project), "hook_event_name": "PreToolUse", "tool_name": tool,
+                   "tool_input": {"file_path": str(target), **edit}}
         assert json.loads(bridge.hook(payload).stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
         assert wait_for(lambda: [p for p in drops(bridge.ingest) if p.name.endswith(".MEMORY.md")])
         saved = [p.read_text() for p in drops(bridge.ingest) if p.name.endswith(".MEMORY.md")]

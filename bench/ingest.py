@@ -122,7 +122,7 @@ def run(kind: str, size: int, mode: str, long_share: float) -> dict[str, float]:
 
         figures = single_posts(kind, size)
         return {"elapsed": figures["elapsed"], "cpu": figures["server_cpu"], "client_cpu": figures["client_cpu"],
-                "peak_rss_mb": figures["peak_rss_mb"]}
+                "loop_cpu": figures["loop_cpu"], "peak_rss_mb": figures["peak_rss_mb"]}
     artifacts = corpus(kind, size, long_share)
     with tempfile.TemporaryDirectory() as tmp:
         onto = Ontology(Path(tmp), "bench", create=True)
@@ -170,7 +170,8 @@ def main() -> None:
             per_artifact[size] = figures["elapsed"] / size
             cpu_per_artifact[size] = figures["cpu"] / size
             client = (f"  client CPU {figures['client_cpu'] / size * 1000:6.3f} ms, server + client "
-                      f"{size / (figures['cpu'] + figures['client_cpu']):7.1f}/s") if "client_cpu" in figures else ""
+                      f"{size / (figures['cpu'] + figures['client_cpu']):7.1f}/s, server's event loop "
+                      f"{figures['loop_cpu'] / size * 1000:6.3f} ms") if "client_cpu" in figures else ""
             print(f"{kind:>10} {mode:>6} {size:>6} artifacts: {figures['elapsed']:7.2f} s  "
                   f"{size / figures['elapsed']:7.1f}/s  {per_artifact[size] * 1000:6.3f} ms/artifact  "
                   f"(CPU {cpu_per_artifact[size] * 1000:6.3f} ms, {size / figures['cpu']:7.1f}/s)  "

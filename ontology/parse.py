@@ -75,8 +75,9 @@ class _BoundedYAMLHandler(YAMLHandler):
         return yaml.load(fm, Loader=_BoundedLoader)  # noqa: S506 - SafeLoader subclass
 
 
-def decode(data: bytes) -> str:
-    """Bytes to normalized text, or `ArtifactRejected` for what cannot be a text artifact."""
+def decode(data: bytes, *, blank: bool = False) -> str:
+    """Bytes to normalized text, or `ArtifactRejected` for what cannot be a text artifact (or is
+    blank, unless `blank` allows it)."""
     if len(data) > MAX_ARTIFACT_BYTES:
         raise ArtifactRejected(f"artifact is {len(data)} bytes, over the {MAX_ARTIFACT_BYTES}-byte limit")
     if b"\x00" in data:
@@ -91,7 +92,7 @@ def decode(data: bytes) -> str:
     controls = sum(1 for ch in text if ord(ch) < 32 and ch not in "\n\t\f")
     if text and controls / len(text) > MAX_CONTROL_RATIO:
         raise ArtifactRejected("artifact looks binary (too many control characters)")
-    if not text.strip():
+    if not blank and not text.strip():
         raise ArtifactRejected("artifact is empty: nothing to ingest")
     return text
 
@@ -241,9 +242,13 @@ def parse_artifact(ontology: str, filename: str, data: bytes) -> Artifact:
 
 
 def _parse(ontology: str, original: str, data: bytes, hint: Kind | None) -> Artifact:
-    text = decode(data)
+    text = decode(data, blank=True)
     meta, body, notes = split_frontmatter(text)
     kind = classify(original, meta, hint)
+    if not text.strip() and kind not in (Kind.MEMORY, Kind.MEMORY_INDEX):
+        # A memory file its author emptied is a new version of it (it says nothing now); any other
+        # blank artifact carries nothing to ingest.
+        raise ArtifactRejected("artifact is empty: nothing to ingest")
     if kind is Kind.MEMORY_INDEX and meta:
         kind = Kind.DOCUMENT
     memory_type = (_field(meta, "type") or "").lower() or None

@@ -223,3 +223,20 @@ def test_the_footer_counts_only_what_was_left_out():
     index = "- [Deploys](deploys.md) — Fridays\n"
     text = render_memory(MemorySnapshot("notes", "2026-05-01", {}, host_index=index))
     assert "Not shown" not in text and " 0 " not in text.splitlines()[-1], "nothing left out: nothing to count"
+
+
+def test_a_memory_file_its_author_emptied_no_longer_shows_what_it_said(tmp_path):
+    """Emptying MEMORY.md or a topic file is a new version of it that says nothing: the agent must not
+    go on reading the old text (a blank artifact was refused, so the previous version stayed)."""
+    old_line = "- [Release train](release_train.md) — ship on the lilac pipeline"
+    view = project(tmp_path, {"MEMORY.md": old_line + "\n",
+                              "release_train.md": note("release-train", "- Ship on the lilac pipeline.\n")})
+    assert old_line in view.read("MEMORY.md").decode()
+    folder = tmp_path / "memory"
+    (folder / "MEMORY.md").write_bytes(b"")
+    (folder / "release_train.md").write_bytes(b"\n")
+    ingest_host_files(view.ontology, folder)
+    fresh = ProjectionView(view.ontology)
+    assert old_line not in fresh.read("MEMORY.md").decode()
+    topic = fresh.read("release_train.md").decode()
+    assert not topic.startswith("---") and "lilac" not in topic.split("<!-- kgbridge:", 1)[0]

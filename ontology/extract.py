@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from pathlib import PurePosixPath
 
 from slugify import slugify
@@ -116,6 +117,7 @@ class Extraction:
     index_revisions: tuple[tuple[str, Revision], ...] = ()  # (index prose verbatim, a revision it states)
 
 
+@lru_cache(maxsize=16_384)  # section names and file stems recur in every ledger entry and link
 def concept_key(text: str) -> str:
     return slugify(text, max_length=MAX_CONCEPT_KEY, word_boundary=True) or "untitled"
 

@@ -115,8 +115,10 @@ def _memory(r: Folder, orig: list[str], shown: list[str]) -> None:
 
 
 def _topic(r: Folder, name: str, orig: list[str], shown_text: str) -> None:
-    author, _, appendix = shown_text.partition(APPENDIX_MARKER)
-    shown = _lines(author.rstrip("\n") + "\n") if author.strip() else []
+    author, marker, appendix = shown_text.partition(APPENDIX_MARKER)
+    if marker:  # the blank line before the appendix is ours; without one the file is the author's
+        author = author.rstrip("\n") + "\n" if author.strip() else ""
+    shown = _lines(author)
     hit, _ = _diff(orig, shown)
     r.kept += len(hit)
     r.changed += len(orig) - len(hit)
@@ -173,16 +175,16 @@ def check(folder: Path, work: Path, through_mount: bool) -> Folder:
             r.raw_exact += shown.startswith(data)
             r.identical += shown == data
             if name == MEMORY_NAME:
-                _memory(r, orig, _lines(shown.decode()))
+                _memory(r, orig, _lines(shown.decode("utf-8", "replace")))
             else:
-                _topic(r, name, orig, shown.decode())
+                _topic(r, name, orig, shown.decode("utf-8", "replace"))  # a file that is not UTF-8 is served as is
             author = len(_text(data).encode())
             r.bytes_added += max(0, len(shown) - author)
         full = read(FULL_INDEX_NAME)
         if (folder / MEMORY_NAME).exists() and full is not None:
             r.full_index = _text(full) == _text((folder / MEMORY_NAME).read_bytes())
         memory = read(MEMORY_NAME) or b""
-        r.memory_bytes, r.memory_lines = len(memory), len(_lines(memory.decode()))
+        r.memory_bytes, r.memory_lines = len(memory), len(_lines(memory.decode("utf-8", "replace")))
         if (folder / MEMORY_NAME).exists():
             text = _text((folder / MEMORY_NAME).read_bytes())
             r.index_bytes, r.index_lines = len(text.encode()), len(_lines(text))

@@ -1,6 +1,7 @@
 """What is a claim: which lines of a markdown body can state something (ADR 0009).
 
-Invariant: pure, line by line with a small amount of block state (fences, `$$`, indented code).
+Invariant: pure, line by line with a small amount of block state (fences, `$$`, indented code,
+multi-line HTML comments).
 Headings, label-only lines, link lists, code, formulas, table rows and HTML comments are never
 claims; link lists still yield relations. Everything else is handed to extraction as text.
 """
@@ -31,6 +32,7 @@ BULLET_RE = re.compile(r"^\s*(?:[-*+\u2022]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")  # li
 WIKILINK_RE = re.compile(r"\[\[([^\]|#]+)(?:[#|]([^\]]*))?\]\]")  # target, alias
 MD_LINK_RE = re.compile(r"!?\[([^\]]*)\]\(([^)\s]*)[^)]*\)")  # title, target
 _HEADING_RE = re.compile(r"^\s{0,3}#{1,6}(?:\s|$)")
+_CODE_SPAN_RE = re.compile(r"(`+).+?\1")  # "`<!--`" names a comment marker, it opens none
 # A label: a short phrase ending in an ASCII or full-width colon, emphasis around either side.
 _LABEL_RE = re.compile(r"^(?:\*\*|__)?\s*(?P<label>[^:：]{1,60}?)\s*(?:\*\*|__)?\s*[:：]\s*(?:\*\*|__)?\s*$")
 _LINK_RE = re.compile(r"\[\[[^\]]*\]\]|!?\[[^\]]*\]\([^)]*\)|<https?://[^>]+>|https?://\S+")
@@ -101,6 +103,7 @@ class LineClassifier:
         self._blank_before = True
         self._in_list = False
         self._in_indented_code = False
+        self._in_comment = False  # inside a multi-line HTML comment (`<!--` … `-->` on a later line)
 
     def classify(self, raw: str) -> LineKind:
         kind = self._classify(raw)
@@ -113,6 +116,15 @@ class LineClassifier:
     def _classify(self, raw: str) -> LineKind:
         line = raw.rstrip()
         stripped = line.strip()
+        if self._in_comment:  # an author's hidden note, a commented-out setting: never a claim
+            self._in_comment = "-->" not in stripped
+            return LineKind.COMMENT
+        if self._fence is None and "<!--" in stripped:
+            bare = _CODE_SPAN_RE.sub("", stripped)
+            opened = bare.rfind("<!--")
+            self._in_comment = opened >= 0 and "-->" not in bare[opened:]
+            if self._in_comment and not bare.startswith("<!--"):
+                return LineKind.TEXT if bare[:opened].strip() else LineKind.COMMENT
         if self._fence is not None:
             if stripped.startswith(self._fence) or (self._fence == "$$" and stripped.endswith("$$")):
                 self._fence = None

@@ -8,6 +8,7 @@ statement keeps its stated polarity: a plain statement is never evidence against
 from __future__ import annotations
 
 import enum
+import re
 
 from ontology.tokens import Script, script_counts
 
@@ -65,6 +66,26 @@ _UNSPACED_NEGATORS: dict[Lang, tuple[str, ...]] = {
 _KO_NEGATORS = ("않", "금지")  # 하지 않다 "do not", 금지 "forbidden": inside a word, never elsewhere
 
 
+# Negation words of languages this module has no rules for (Italian, Slavic, Nordic, Dutch, Romanian,
+# Hungarian, Finnish, Turkish, Indonesian, Vietnamese, Greek, Arabic, Persian, Hebrew, Indic, Georgian,
+# Basque). They never flip a stance (we cannot tell "not" from a homograph without the language's
+# rules), but a statement holding one is never the near-duplicate of one without it: "Không dùng Redis"
+# must not agree with "Dùng Redis" (NEGATION_CUE). A homograph only costs a merge, never a label.
+_UNREAD_NEGATORS = frozenset(
+    "non mai "  # it
+    "не ни нет нельзя никогда ні ніколи немає нема "  # ru, uk, be, bg, sr, mk
+    "nie nigdy ne nikdy nikad nikada nikoli nu niciodată "  # pl, cs, sk, hr, sr, sl, ro
+    "niet geen nooit inte aldrig ej ikke aldri ei älä eivät nem soha "  # nl, sv, da, no, fi, hu
+    "değil yok asla tidak tak bukan jangan không chưa đừng chẳng "  # tr, id, ms, vi
+    "δεν μην όχι ποτέ لا ليس لم لن ممنوع نه نہیں مت לא אל אין אסור "  # el, ar, fa, ur, he
+    "नहीं मत न नाही ना না নয় নেই இல்லை வேண்டாம் కాదు లేదు არ ნუ ez".split())  # hi, mr, bn, ta, te, ka, eu
+# Turkish negates inside the verb ("kullanılmıyor", "yapmamalı", "gelmedi").
+_UNREAD_SUFFIX_RE = re.compile(r"\w(?:m[ıiuü]yor|m[ae]mal[ıi]|m[ae]d[ıi]|m[ae]y[ıi]n)(?:\w*)$")
+# Scripts written without spaces: Thai ไม่ "not", ห้าม "forbidden", อย่า "don't"; Lao; Khmer; Myanmar.
+_UNREAD_UNSPACED = ("ไม่", "ห้าม", "อย่า", "ບໍ່", "ຫ້າມ", "ຢ່າ", "មិន", "កុំ", "ហាម", "မဟုတ်", "ဘူး")
+NEGATION_CUE = "\u00ac"  # "¬": a token no text yields (not a word character), added by has_unread_negation
+
+
 _VOTER: dict[str, Lang] = {w: lang for lang, fw in _FUNCTION_WORDS.items() for w in fw}
 assert len(_VOTER) == sum(map(len, _FUNCTION_WORDS.values())), "a function word votes for one language"
 
@@ -90,6 +111,17 @@ def detect(text: str, words: list[str]) -> Lang:
     if ranked[0] >= MIN_VOTES and ranked[0] - ranked[1] >= _MARGIN:
         return max(votes, key=lambda k: votes[k])
     return Lang.UNKNOWN
+
+
+def has_unread_negation(lang: Lang, folded: str, words: list[str]) -> bool:
+    """Whether a statement negates in a way the rules above do not read (`folded` text, its words
+    after `strip_negation`): a negator of a language without rules, whatever the detected language
+    (Italian with two Spanish-looking words is read as Spanish), or a Thai/Lao/Khmer/Myanmar cue."""
+    if lang in (Lang.ZH, Lang.JA, Lang.KO):
+        return False
+    if any(w in _UNREAD_NEGATORS or (not w.isascii() and _UNREAD_SUFFIX_RE.search(w)) for w in words):
+        return True
+    return not folded.isascii() and any(cue in folded for cue in _UNREAD_UNSPACED)
 
 
 def strip_negation(lang: Lang, words: list[str]) -> tuple[list[str], int]:

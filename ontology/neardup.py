@@ -18,6 +18,7 @@ from fractions import Fraction
 from functools import lru_cache
 
 from ontology import minhash
+from ontology.language import NEGATION_CUE
 from ontology.normalize import Proposition, numbers, rival
 from ontology.schema import in_chunks
 
@@ -142,6 +143,8 @@ class NearDuplicateIndex:
                 continue  # only the same wording negated (one key) denies a claim; a near one may not
             if numbers(cache[cid][0]) != numbers(prop.tokens):
                 continue  # "185 tests green" and "257 tests green" are two claims
+            if (NEGATION_CUE in cache[cid][0]) != (NEGATION_CUE in mine):
+                continue  # "Không dùng Redis …" is not "Dùng Redis …" (a negation we cannot read)
             if best is None or score > best[0]:
                 best = (score, cid)
         return best[1] if best else None

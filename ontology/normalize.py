@@ -17,7 +17,8 @@ from functools import lru_cache
 import snowballstemmer
 
 from ontology.claims import BULLET_RE, MD_LINK_RE, WIKILINK_RE
-from ontology.language import ENGLISH_NEGATORS, Lang, detect, strip_negation, unspaced_negation
+from ontology.language import (ENGLISH_NEGATORS, NEGATION_CUE, Lang, detect, has_unread_negation, strip_negation,
+                               unspaced_negation)
 from ontology.tokens import fold, has_unspaced, words as split_words
 
 _STEMMER = snowballstemmer.stemmer("english")
@@ -157,6 +158,8 @@ def _segment(text: str) -> tuple[list[str], list[str], int, Lang]:
         folded, polarity = unspaced_negation(lang, folded)
         pieces = split_words(folded)
     kept, word_polarity = strip_negation(lang, [t for t, _ in pieces])
+    if has_unread_negation(lang, folded, [t for t, is_word in pieces if is_word]):
+        kept.append(NEGATION_CUE)  # a negation we cannot read: never the near-duplicate of its opposite
     return kept, [t for t in kept if not has_unspaced(t)], polarity * word_polarity, lang
 
 

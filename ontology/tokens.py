@@ -9,7 +9,9 @@ mixed-script sentence is compared on all of its text, never on its ASCII part al
 from __future__ import annotations
 
 import enum
+import functools
 import re
+import sys
 import unicodedata
 
 # Scripts that do not separate words with spaces: compared by overlapping character bigrams.
@@ -39,6 +41,33 @@ _PIECE_NO_PATH_RE = re.compile(
 _PATH_CHARS = frozenset("/\\.")
 
 
+@functools.cache
+def _marked_pieces() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """(marks, pieces) for text with combining marks: Devanagari and the other Indic scripts write
+    vowels as marks (Mn/Mc) that `\\w` does not match, so "उपयोग" would fall apart into "उपय" and "ग".
+    Here a mark continues the word it follows; it never starts one, and variation selectors (an emoji's
+    U+FE0F) are not marks of a word. Built on the first such text (~20 ms), not at import."""
+    marks = [cp for cp in range(0x300, min(sys.maxunicode, 0x1FFFF) + 1)
+             if unicodedata.category(chr(cp)) in ("Mn", "Mc") and not 0xFE00 <= cp <= 0xFE0F
+             and not _UNSPACED_RE.match(chr(cp))]
+    ranges, start = [], marks[0]
+    for prev, cp in zip(marks, marks[1:] + [-1]):
+        if cp != prev + 1:
+            ranges.append(f"\\u{start:04x}" if prev == start else f"\\u{start:04x}-\\u{prev:04x}"
+                          if prev <= 0xFFFF else f"\\U{start:08x}-\\U{prev:08x}")
+            start = cp
+    mark = "[" + "".join(ranges) + "]"
+    word = rf"(?:[^\W{_UNSPACED}]|{mark})"
+    pieces = re.compile(
+        rf"(?P<run>[{_UNSPACED}]+)"
+        rf"|(?P<path>~?(?:{word}|[-.~])*[/\\](?:{word}|[-./\\~])*{word}|{_W}{word}*(?:[-.]{_W}{word}*)*"
+        r"\.[a-z][a-z0-9]{0,4}\b)"
+        r"|(?P<num>\d+(?:[.:/\-]\d+)+)"
+        rf"|(?P<word>{_W}{word}*(?:'{_W}{word}*)?)"
+        r"|(?P<eq>=)")
+    return re.compile(mark), pieces
+
+
 class Script(enum.Enum):
     LATIN = "Latin"
     HAN = "Han"
@@ -63,6 +92,10 @@ def words(text: str) -> list[tuple[str, bool]]:
     bigrams (is_word False, so callers do not stem or drop them as stopwords)."""
     out: list[tuple[str, bool]] = []
     pieces = _PIECE_RE if not _PATH_CHARS.isdisjoint(text) else _PIECE_NO_PATH_RE
+    if not text.isascii():
+        marks, marked = _marked_pieces()
+        if marks.search(text):
+            pieces = marked
     for m in pieces.finditer(text):
         if m.lastgroup == "run":
             out.extend((gram, False) for gram in bigrams(m.group()))

@@ -1,0 +1,108 @@
+"""Do no harm in scripts and shapes the development corpus lacks: languages without negation rules,
+scripts that write vowels as combining marks, hidden HTML comments, configuration in fences. Each
+case is an invented memory folder ingested as `kgbridge mount` does and read as the agent reads it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ontology import queries
+from ontology.ingest import Ontology
+from ontology.tokens import tokens
+from projection.mount import ingest_host_files
+from projection.view import ProjectionView
+
+DISPUTED = ("CONTESTED", "CONTRADICTORY")
+
+
+def note(name: str, body: str, kind: str = "project") -> str:
+    return f"---\nname: {name}\ndescription: {name} notes\nmetadata:\n  type: {kind}\n---\n\n{body}"
+
+
+def ingest(tmp_path: Path, files: dict[str, str]) -> tuple[Ontology, ProjectionView]:
+    folder = tmp_path / "memory"
+    folder.mkdir()
+    for name, text in files.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    onto = Ontology(tmp_path / "K", "notes", create=True)
+    ingest_host_files(onto, folder)
+    return onto, ProjectionView(onto)
+
+
+def agreements(onto: Ontology) -> list[str]:
+    with onto.reader() as conn:
+        return [a.text for a in queries.assertions(conn) if a.n_for >= 2]
+
+
+def disputed(onto: Ontology) -> list[str]:
+    with onto.reader() as conn:
+        return [a.text for a in queries.assertions(conn) if a.status in DISPUTED]
+
+
+# (language, a statement, the same statement negated in a way no rule of ontology.language reads)
+UNREAD_NEGATIONS = [
+    ("vi", "Dùng Redis cho phiên đăng nhập của khách hàng.", "Không dùng Redis cho phiên đăng nhập của khách hàng."),
+    ("it", "Il server usa Docker in produzione da gennaio.", "Il server non usa Docker in produzione da gennaio."),
+    ("it-as-es", "Usare una VM con Docker per le prove.", "Non usare una VM con Docker per le prove."),
+    ("hi", "कैश के लिए Redis का उपयोग करें और सत्र वहीं रखें।", "कैश के लिए Redis का उपयोग नहीं करें और सत्र वहीं रखें।"),
+    ("th", "ใช้ Redis สำหรับเก็บเซสชันของผู้ใช้", "ห้ามใช้ Redis สำหรับเก็บเซสชันของผู้ใช้"),
+    ("ru", "Деплой запускать по пятницам после обеда из ветки main.",
+     "Деплой не запускать по пятницам после обеда из ветки main."),
+    ("pl", "Używamy Ansible do konfiguracji serwerów testowych w biurze.",
+     "Nie używamy Ansible do konfiguracji serwerów testowych w biurze."),
+    ("tr", "Docker imajı üretim ortamında her gece kullanılıyor ve güncelleniyor.",
+     "Docker imajı üretim ortamında her gece kullanılmıyor ve güncelleniyor."),
+    ("he", "משתמשים ב-Redis לשמירת הסשנים של המשתמשים בשרת.", "לא משתמשים ב-Redis לשמירת הסשנים של המשתמשים בשרת."),
+]
+
+
+@pytest.mark.parametrize("lang, plain, negated", UNREAD_NEGATIONS, ids=[c[0] for c in UNREAD_NEGATIONS])
+def test_a_negation_no_rule_reads_never_makes_a_statement_agree_with_its_opposite(tmp_path, lang, plain, negated):
+    """Without negation rules for a language, "Không dùng Redis …" and "Dùng Redis …" differ by one word and
+    were merged as near-duplicates: the agent read that a second file confirms the opposite of what it says.
+    Now they stay two claims, neither labelled (no dispute either: we cannot read the negation)."""
+    a, b = note("a", f"- {plain}\n"), note("b", f"- {negated}\n")
+    onto, view = ingest(tmp_path, {"a.md": a, "b.md": b})
+    assert agreements(onto) == [] and disputed(onto) == []
+    assert view.read("a.md") == a.encode() and view.read("b.md") == b.encode(), "shown exactly as written"
+
+
+@pytest.mark.parametrize("lang, plain, negated", UNREAD_NEGATIONS[:5], ids=[c[0] for c in UNREAD_NEGATIONS[:5]])
+def test_the_same_negated_statement_in_two_files_still_agrees(tmp_path, lang, plain, negated):
+    onto, _ = ingest(tmp_path, {"a.md": note("a", f"- {negated}\n"), "b.md": note("b", f"Intro.\n\n- {negated}\n")})
+    assert len(agreements(onto)) == 1
+
+
+def test_words_of_scripts_with_vowel_signs_stay_whole():
+    """Devanagari, Bengali and Tamil write vowels as combining marks, which `\\w` does not match: "उपयोग" fell
+    apart into "उपय" and "ग", so matching keys and near-duplicate sets held consonant fragments."""
+    assert tokens("कैश के लिए Redis का उपयोग नहीं करें।") == ["कैश", "के", "लिए", "redis", "का", "उपयोग", "नहीं", "करें"]
+    assert tokens("উপযোগ করুন") == ["উপযোগ", "করুন"]
+    assert tokens("பயன்படுத்த வேண்டாம்") == ["பயன்படுத்த", "வேண்டாம்"]
+    assert tokens("✅️ 1️⃣ done q̇x") == ["1", "done", "q̇x"], "a variation selector or keycap starts no word"
+
+
+def test_a_multi_line_html_comment_states_nothing(tmp_path):
+    """A commented-out setting (`<!--` on one line, `-->` on a later one) is hidden from every reader of
+    the file; it became a claim and disputed the other file's setting."""
+    a = note("a", "The queue settings live in `config/queue.yaml`.\n\n<!--\nQueue: nats\nOld: we tried nats\n-->\n"
+                  "- Queue owner: platform team\n")
+    b = note("b", "- Queue: rabbitmq\n")
+    onto, view = ingest(tmp_path, {"a.md": a, "b.md": b})
+    assert disputed(onto) == []
+    assert view.read("a.md") == a.encode() and view.read("b.md") == b.encode()
+    with onto.reader() as conn:
+        texts = [x.text for x in queries.assertions(conn)]
+    assert "Queue owner: platform team" in texts and not any("nats" in t for t in texts)
+
+
+def test_configuration_in_fences_never_disputes_anything(tmp_path):
+    """Two fenced configs (and a code block) set one key two ways: examples, not the author's claims."""
+    a = note("a", "The real setting is in `config/prod.yaml`.\n\n```yaml\ndebug: true\nqueue: kafka\n```\n\n"
+                  "~~~yaml\ndebug: false\nqueue: rabbitmq\n~~~\n\n```python\nUSE_CACHE = True\nUSE_CACHE = False\n```\n")
+    b = note("b", "- debug: false\n- queue: sqs\n")
+    onto, view = ingest(tmp_path, {"a.md": a, "b.md": b})
+    assert disputed(onto) == []
+    assert view.read("a.md") == a.encode()

@@ -19,7 +19,7 @@ import snowballstemmer
 from ontology.claims import BULLET_RE, MD_LINK_RE, WIKILINK_RE
 from ontology.language import (ENGLISH_NEGATORS, NEGATION_CUE, Lang, detect, has_unread_negation, strip_negation,
                                unspaced_negation)
-from ontology.tokens import fold, has_unspaced, words as split_words
+from ontology.tokens import Script, fold, has_unspaced, script_counts, words as split_words
 
 _STEMMER = snowballstemmer.stemmer("english")
 
@@ -54,7 +54,19 @@ GENERIC_SUBJECTS = frozenset(
     rule rules fix issue issues problem answer solution current update updated new old tip tips warning
     important key goal goals step steps item items detail details info data value values file files
     change changes source sources link links ref refs reference references other misc general
-    statut état résultat estado resultado nota ergebnis hinweis stand""".split()
+    statut état résultat estado resultado nota ergebnis hinweis stand cause
+    motivo razón ejemplo problema solución objetivo paso causa resumen observación
+    raison exemple problème objectif étape remarque grund beispiel lösung ziel schritt ursache notiz
+    stato ragione esempio risultato soluzione obiettivo passo dettagli riepilogo
+    situação razão exemplo solução detalhes resumo observação obs
+    reden voorbeeld resultaat opmerking probleem oplossing doel stap oorzaak samenvatting
+    stan powód przykład wynik uwaga rozwiązanie cel krok przyczyna podsumowanie notatka
+    durum sebep neden örnek sonuç not sorun çözüm hedef adım özet uyarı
+    trạng thái lý ví dụ kết quả ghi chú vấn đề giải pháp mục tiêu bước nguyên nhân tóm tắt lưu ý
+    alasan contoh hasil catatan masalah solusi tujuan langkah penyebab ringkasan keadaan
+    stare motiv exemplu rezultat notă problemă soluție cauză stav důvod příklad výsledek poznámka
+    problém řešení cíl příčina anledning exempel eksempel resultat anteckning merknad lösning løsning
+    mål steg orsak årsak årsag""".split()
 ) | frozenset("状态 状態 상태 관련 연관 相关 相關 関連 参照 결과 结果 結果 原因 注意 备注 備考 참고 메모".split())
 # Clauses that only contrast ("use X, not Y", "X instead of Y") or give a reason or purpose ("... to
 # speed up CI", "... because it flaked") elaborate a claim; they are not the claim, so they do not
@@ -173,6 +185,12 @@ def _content(tokens: list[str]) -> list[str]:
 
 
 def is_generic_subject(subject: str) -> bool:
+    """Whether a subject may name many things ("Status", "Reason", "Пример"): never a slot. A subject
+    in a script we have no word lists for (Cyrillic, Greek, Arabic, Hebrew, Indic, Thai …) counts as
+    one, since we cannot tell "Причина" (reason) from "База данных" (database): precision first."""
+    if not subject.isascii() and (counts := script_counts(subject)) and (
+            counts.get(Script.OTHER) or counts.get(Script.THAI)):
+        return True
     tokens = [t for t, _ in split_words(fold(subject)) if t not in STOPWORDS]
     return not tokens or all(t in GENERIC_SUBJECTS or stem(t) in GENERIC_SUBJECTS for t in tokens)
 

@@ -106,3 +106,27 @@ def test_configuration_in_fences_never_disputes_anything(tmp_path):
     onto, view = ingest(tmp_path, {"a.md": a, "b.md": b})
     assert disputed(onto) == []
     assert view.read("a.md") == a.encode()
+
+
+# (a subject that names many things, two values from two unrelated notes)
+GENERIC_SUBJECTS = [("ru", "Причина", "таймаут", "память"), ("uk", "Приклад", "curl", "httpie"),
+                    ("it", "Motivo", "timeout", "memoria"), ("pt", "Exemplo", "curl", "httpie"),
+                    ("pl", "Przykład", "curl", "httpie"), ("tr", "Sebep", "zaman aşımı", "bellek"),
+                    ("vi", "Lý do", "hết thời gian", "bộ nhớ"), ("nl", "Reden", "timeout", "geheugen"),
+                    ("he", "סיבה", "זמן", "זיכרון"), ("hi", "कारण", "टाइमआउट", "मेमोरी"), ("th", "สาเหตุ", "หมดเวลา", "หน่วยความจำ")]
+
+
+@pytest.mark.parametrize("lang, subject, one, other", GENERIC_SUBJECTS, ids=[c[0] for c in GENERIC_SUBJECTS])
+def test_a_subject_we_cannot_tell_is_specific_is_no_slot(tmp_path, lang, subject, other, one):
+    """"Reason: timeout" in one note and "Reason: memory" in another are about two incidents. English and
+    the corpus languages list such generic subjects; in other languages they made false disputes. A
+    subject in a script we have no word lists for is never a slot (precision first)."""
+    a, b = note("a", f"- {subject}: {one}\n"), note("b", f"- {subject}: {other}\n")
+    onto, view = ingest(tmp_path, {"a.md": a, "b.md": b})
+    assert disputed(onto) == []
+    assert view.read("a.md") == a.encode() and view.read("b.md") == b.encode()
+
+
+def test_a_specific_latin_subject_still_has_rival_values(tmp_path):
+    onto, _ = ingest(tmp_path, {"a.md": note("a", "- Cache: Redis\n"), "b.md": note("b", "- Cache: Memcached\n")})
+    assert sorted(disputed(onto)) == ["Cache: Memcached", "Cache: Redis"]

@@ -99,6 +99,24 @@ class ProjectionFS(Operations):
             os.close(fd)
         return st if stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode) else None
 
+    def _host_link(self, name: str) -> str | None:
+        """The target of a host symlink at `name`, or None. A dotfiles setup links MEMORY.md or a note from
+        a repository; such a file is never ingested (a link may reach any file), so the mount shows the
+        link itself, as the folder does: the reader resolves it, never us (a relative link to a sibling
+        reaches the sibling's projection), instead of a generated index or a missing file."""
+        *parents, leaf = name.split("/")
+        if self.host_fd is None or leaf.startswith(".") or (not parents and name in self.view.forgotten()):
+            return None
+        fd = self._host_dir(parents)
+        if fd is None:
+            return None
+        try:
+            return os.readlink(leaf, dir_fd=fd)
+        except OSError:
+            return None  # not a link (EINVAL) or gone
+        finally:
+            os.close(fd)
+
     def _file_attrs(self, size: int, mtime: float) -> dict[str, object]:
         return {"st_mode": stat.S_IFREG | 0o444, "st_nlink": 1, "st_size": size, "st_uid": os.getuid(),
                 "st_gid": os.getgid(), "st_atime": mtime, "st_mtime": mtime, "st_ctime": mtime}
@@ -114,6 +132,9 @@ class ProjectionFS(Operations):
             fh = self._callers_handle(name)  # the kernel sends no handle with fstat: match the caller
         if fh is not None and fh in self._handles:
             return self._file_attrs(len(self._handles[fh]), time.time())
+        target = self._host_link(name)
+        if target is not None:
+            return {**self._file_attrs(len(os.fsencode(target)), self.started), "st_mode": stat.S_IFLNK | 0o777}
         data = self.view.read(name) if "/" not in name else None  # the projection's files are all top-level
         if data is not None:
             return self._file_attrs(len(data), time.time())
@@ -128,8 +149,15 @@ class ProjectionFS(Operations):
         if path != "/":
             return [".", "..", *self._host_subdir(path.strip("/"))]
         names = dict.fromkeys(self.view.names())
-        names.update(dict.fromkeys(n for n in self._host_names() if self._host_stat(n) is not None))
+        names.update(dict.fromkeys(n for n in self._host_names()
+                                   if self._host_stat(n) is not None or self._host_link(n) is not None))
         return [".", "..", *names]
+
+    def readlink(self, path: str) -> str:
+        target = self._host_link(path.lstrip("/"))
+        if target is None:
+            raise FuseOSError(errno.EINVAL)
+        return target
 
     def _host_subdir(self, name: str) -> list[str]:
         st = self._host_stat(name)
@@ -142,12 +170,15 @@ class ProjectionFS(Operations):
             entries = sorted(n for n in os.listdir(fd) if not n.startswith("."))
         finally:
             os.close(fd)
-        return [n for n in entries if self._host_stat(f"{name}/{n}") is not None]
+        return [n for n in entries
+                if self._host_stat(f"{name}/{n}") is not None or self._host_link(f"{name}/{n}") is not None]
 
     def open(self, path: str, flags: int) -> int:
         if flags & (os.O_WRONLY | os.O_RDWR | os.O_TRUNC | os.O_APPEND):
             raise FuseOSError(errno.EROFS)
         name = path.lstrip("/")
+        if self._host_link(name) is not None:
+            raise FuseOSError(errno.ELOOP)  # the kernel follows links itself; only O_NOFOLLOW gets here
         data = self.view.read(name) if "/" not in name else None
         host = self._host_stat(name) if data is None else None
         if host is not None and stat.S_ISDIR(host.st_mode):

@@ -103,7 +103,8 @@ def test_through_the_mount_subfolders_and_other_files_stay_readable(tmp_path):
                                   check=True).stdout
 
         assert "archive" in os.listdir(slot) and "restore.sh" in os.listdir(slot)
-        assert sorted(os.listdir(slot / "archive")) == ["older", "plan_v1.md"]
+        assert sorted(os.listdir(slot / "archive")) == ["elsewhere.md", "older", "plan_v1.md"]
+        assert os.readlink(slot / "archive" / "elsewhere.md") == "/etc/hostname", "the link itself, as on disk"
         for name in ("restore.sh", "archive/plan_v1.md", "archive/older/plan_v0.md"):
             assert cat(name) == host[name], name
         assert cat("habit_tabs.md") == host["habit_tabs.md"]
@@ -115,6 +116,39 @@ def test_through_the_mount_subfolders_and_other_files_stay_readable(tmp_path):
     finally:
         unmount(slot, tmp_path / "state")
     assert (slot / "archive" / "plan_v1.md").read_text() == host["archive/plan_v1.md"], "the host folder untouched"
+
+
+@requires_fuse
+def test_through_the_mount_a_symlinked_index_or_note_is_the_same_link(tmp_path):
+    """A dotfiles setup links MEMORY.md and notes from a repository. Links are never ingested (one may
+    reach any file), so the mount showed a generated index instead of the author's and no note at all.
+    Now it shows each link as the folder does and the reader resolves it: the author's words, verbatim."""
+    repo, slot = tmp_path / "dotfiles", tmp_path / "memory"
+    repo.mkdir()
+    slot.mkdir()
+    index = "- [Deploys](deploys.md) — ship with make ship\n- [Style](style.md) — short answers\n"
+    (repo / "MEMORY.md").write_text(index)
+    (repo / "style.md").write_text(note("style", "Keep answers short.\n", "feedback"))
+    (slot / "deploys.md").write_text(note("deploys", "Ship with `make ship` from main.\n"))
+    (slot / "MEMORY.md").symlink_to(repo / "MEMORY.md")
+    (slot / "style.md").symlink_to(repo / "style.md")
+    (slot / "deploys-alias.md").symlink_to("deploys.md")
+    Ontology(tmp_path / "K", "notes", create=True).close()
+    mount(tmp_path / "K", "notes", slot, state_dir=tmp_path / "state")
+    try:
+        assert {"MEMORY.md", "style.md", "deploys.md", "deploys-alias.md"} <= set(os.listdir(slot))
+        assert os.readlink(slot / "MEMORY.md") == str(repo / "MEMORY.md")
+        assert (slot / "MEMORY.md").read_text() == index, "the author's index, not a generated one"
+        assert (slot / "style.md").read_text() == (repo / "style.md").read_text()
+        assert (slot / "deploys-alias.md").read_text() == (slot / "deploys.md").read_text()
+        try:
+            os.open(slot / "style.md", os.O_RDONLY | os.O_NOFOLLOW)
+            raise AssertionError("a link opened without following is a link")
+        except OSError as exc:
+            assert exc.errno == errno.ELOOP
+    finally:
+        unmount(slot, tmp_path / "state")
+    assert os.readlink(slot / "MEMORY.md") == str(repo / "MEMORY.md"), "the host folder untouched"
 
 
 def over_budget_index(n: int = 260) -> str:

@@ -12,7 +12,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TypeVar
 
-SCHEMA_VERSION = 16  # 2: lsh is WITHOUT ROWID; 3: 15x4 LSH bands; 4: subsets (exact short near-dups);
+SCHEMA_VERSION = 17  # 2: lsh is WITHOUT ROWID; 3: 15x4 LSH bands; 4: subsets (exact short near-dups);
 # 5: evidence aggregates kept by delta (ontology/aggregate.py); 6: trigram indexes for CJK search
 # 7: memory_files (newest text of each memory file and of the index, for the projection)
 # 8: source identities fold NFC/NFD and case of file names; 9: NFC only, case kept (layout.name_key)
@@ -24,6 +24,7 @@ SCHEMA_VERSION = 16  # 2: lsh is WITHOUT ROWID; 3: 15x4 LSH bands; 4: subsets (e
 # 15: updates.date (the day the newer side states, shown beside an update instead of when it arrived);
 #     history_withdrawn (stance_history's withdrawals by source, for the topic files' "no longer says")
 # 16: 7-8-token assertions filed under subsets too (exact near-duplicates up to 8 tokens; ADR 0004)
+# 17: word indexes keep combining marks in words and fold every diacritic (Hindi, Vietnamese; ADR 0008)
 # A writer holding the lock is normal (one artifact at a time); wait for it rather than fail.
 BUSY_TIMEOUT_MS = 30_000
 WAL_AUTOCHECKPOINT_PAGES = 16_384
@@ -151,8 +152,12 @@ CREATE TABLE IF NOT EXISTS memory_files(
   filename TEXT PRIMARY KEY, kind TEXT NOT NULL, concept TEXT, source_id INTEGER NOT NULL,
   artifact_id INTEGER NOT NULL, timestamp TEXT NOT NULL, text TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS memory_files_concept ON memory_files(concept);
-CREATE VIRTUAL TABLE IF NOT EXISTS concepts_fts USING fts5(key, name, title, description, tokenize='porter unicode61');
-CREATE VIRTUAL TABLE IF NOT EXISTS assertions_fts USING fts5(text, tokenize='porter unicode61');
+-- Word indexes: combining marks are word characters (Devanagari vowel signs split words otherwise), and
+-- diacritics fold on letters that carry two (Vietnamese "Việt" ~ "viet"), as on letters with one.
+CREATE VIRTUAL TABLE IF NOT EXISTS concepts_fts USING fts5(key, name, title, description,
+  tokenize="porter unicode61 remove_diacritics 2 categories 'L* N* Co M*'");
+CREATE VIRTUAL TABLE IF NOT EXISTS assertions_fts USING fts5(text,
+  tokenize="porter unicode61 remove_diacritics 2 categories 'L* N* Co M*'");
 -- Rows with text in scripts written without spaces (CJK, kana, Hangul, Thai), searched by substring
 -- (ontology/search.py). Only those rows: the word index above serves everything else.
 CREATE VIRTUAL TABLE IF NOT EXISTS concepts_cjk USING fts5(text, tokenize='trigram');

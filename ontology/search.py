@@ -13,6 +13,7 @@ import enum
 import math
 import re
 import sqlite3
+import unicodedata
 from dataclasses import dataclass, field
 from itertools import combinations
 
@@ -86,6 +87,7 @@ def index_concept(conn: sqlite3.Connection, concept_id: int, fields: tuple[str, 
     if replace:
         conn.execute("DELETE FROM concepts_fts WHERE rowid=?", (concept_id,))
         conn.execute("DELETE FROM concepts_cjk WHERE rowid=?", (concept_id,))
+    fields = tuple(_indexed(f) for f in fields)
     conn.execute("INSERT INTO concepts_fts(rowid, key, name, title, description) VALUES(?,?,?,?,?)",
                  (concept_id, *fields))
     text = "\n".join(dict.fromkeys(f for f in fields if f))  # name often repeats the key
@@ -93,10 +95,18 @@ def index_concept(conn: sqlite3.Connection, concept_id: int, fields: tuple[str, 
         conn.execute("INSERT INTO concepts_cjk(rowid, text) VALUES(?,?)", (concept_id, text))
 
 
+def _indexed(text: str) -> str:
+    """The text as the indexes hold it: NFKC, as queries are read (search_terms), so full-width
+    `ｍａｋｅ` is found by "make" and a decomposed (NFD) "Việt" by a composed one. Shown text is the
+    author's: hits read it from the assertion or concept, never from the index."""
+    return text if text.isascii() else unicodedata.normalize("NFKC", text)
+
+
 def index_assertion(conn: sqlite3.Connection, assertion_id: int, text: str, *, replace: bool) -> None:
     if replace:
         conn.execute("DELETE FROM assertions_fts WHERE rowid=?", (assertion_id,))
         conn.execute("DELETE FROM assertions_cjk WHERE rowid=?", (assertion_id,))
+    text = _indexed(text)
     conn.execute("INSERT INTO assertions_fts(rowid, text) VALUES(?,?)", (assertion_id, text))
     if has_boundaryless(text):
         conn.execute("INSERT INTO assertions_cjk(rowid, text) VALUES(?,?)", (assertion_id, text))

@@ -7,6 +7,7 @@ never reach FTS5); unreadable filters are a SearchError that says what would be 
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from ontology.clock import utc_text
 from ontology.errors import BadRequest
 from ontology.evidence import Label
 from ontology.normalize import NEGATORS, STOPWORDS
+from ontology.tokens import mark_class
 
 # Query words beyond normalize's stopwords that only frame a question ("how is X configured").
 _QUESTION_WORDS = frozenset("is are was were has have had how why where does doesn".split())
@@ -32,6 +34,24 @@ _RUN_RE = re.compile(f"[{_BOUNDARYLESS}]+")
 _WORD_RE = re.compile(r"[^\W_]+")  # unicode61's token characters: `_` separates, as in the index
 _EDGE_RE = re.compile(r"^[^\w~]+|[^\w]+$")
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def _word_re(text: str) -> re.Pattern[str]:
+    """Word tokens as the index's unicode61 (categories L* N* Co M*) cuts them: a combining mark is part
+    of a word ("उपयोग" is one token, not "उपय" + "ग")."""
+    return _WORD_RE if text.isascii() else _marked_word_re()
+
+
+@functools.cache
+def _marked_word_re() -> re.Pattern[str]:
+    return re.compile(rf"(?:[^\W_]|{mark_class(in_words=False)})+")
+
+
+@functools.cache
+def _marked_edge_re() -> re.Pattern[str]:
+    """_EDGE_RE that keeps a word's final vowel sign ("करें" ends with two marks)."""
+    mark = mark_class(in_words=False)[1:-1]
+    return re.compile(rf"^[^\w~]+|[^\w{mark}]+$")
 
 
 class SearchError(BadRequest):
@@ -78,8 +98,9 @@ def parse_query(text: str) -> tuple[Term, ...]:
     text = _CONTROL_RE.sub(" ", unicodedata.normalize("NFKC", text))  # NUL ends an FTS5 string early
     for chunk in text.split():
         found = [Term(run, ()) for run in _RUN_RE.findall(chunk)]
-        rest = _EDGE_RE.sub("", _RUN_RE.sub(" ", chunk).strip())
-        tokens = tuple(t.casefold() for t in _WORD_RE.findall(rest))
+        rest = _RUN_RE.sub(" ", chunk).strip()
+        rest = _EDGE_RE.sub("", rest) if rest.isascii() else _marked_edge_re().sub("", rest)
+        tokens = tuple(t.casefold() for t in _word_re(rest).findall(rest))
         if tokens:
             found.insert(0, Term(rest, tokens))
         for term in found:

@@ -42,21 +42,29 @@ _PATH_CHARS = frozenset("/\\.")
 
 
 @functools.cache
+def mark_class(*, in_words: bool = True) -> str:
+    """A regex character class of the combining marks (Mn, Mc; with `in_words` False also Me and every
+    variation selector, as SQLite's unicode61 `M*` category has them). Built on first use (~20 ms)."""
+    cats = ("Mn", "Mc") if in_words else ("Mn", "Mc", "Me")
+    marks = [cp for cp in range(0x300, min(sys.maxunicode, 0xE01EF) + 1)
+             if unicodedata.category(chr(cp)) in cats
+             and not (in_words and (0xFE00 <= cp <= 0xFE0F or cp > 0x1FFFF or _UNSPACED_RE.match(chr(cp))))]
+    ranges, start = [], marks[0]
+    for prev, cp in zip(marks, marks[1:] + [-1]):
+        if cp != prev + 1:
+            lo, hi = (f"\\u{c:04x}" if c <= 0xFFFF else f"\\U{c:08x}" for c in (start, prev))
+            ranges.append(lo if prev == start else f"{lo}-{hi}")
+            start = cp
+    return "[" + "".join(ranges) + "]"
+
+
+@functools.cache
 def _marked_pieces() -> tuple[re.Pattern[str], re.Pattern[str]]:
     """(marks, pieces) for text with combining marks: Devanagari and the other Indic scripts write
     vowels as marks (Mn/Mc) that `\\w` does not match, so "उपयोग" would fall apart into "उपय" and "ग".
     Here a mark continues the word it follows; it never starts one, and variation selectors (an emoji's
-    U+FE0F) are not marks of a word. Built on the first such text (~20 ms), not at import."""
-    marks = [cp for cp in range(0x300, min(sys.maxunicode, 0x1FFFF) + 1)
-             if unicodedata.category(chr(cp)) in ("Mn", "Mc") and not 0xFE00 <= cp <= 0xFE0F
-             and not _UNSPACED_RE.match(chr(cp))]
-    ranges, start = [], marks[0]
-    for prev, cp in zip(marks, marks[1:] + [-1]):
-        if cp != prev + 1:
-            ranges.append(f"\\u{start:04x}" if prev == start else f"\\u{start:04x}-\\u{prev:04x}"
-                          if prev <= 0xFFFF else f"\\U{start:08x}-\\U{prev:08x}")
-            start = cp
-    mark = "[" + "".join(ranges) + "]"
+    U+FE0F) are not marks of a word."""
+    mark = mark_class()
     word = rf"(?:[^\W{_UNSPACED}]|{mark})"
     pieces = re.compile(
         rf"(?P<run>[{_UNSPACED}]+)"

@@ -130,3 +130,26 @@ def test_a_subject_we_cannot_tell_is_specific_is_no_slot(tmp_path, lang, subject
 def test_a_specific_latin_subject_still_has_rival_values(tmp_path):
     onto, _ = ingest(tmp_path, {"a.md": note("a", "- Cache: Redis\n"), "b.md": note("b", "- Cache: Memcached\n")})
     assert sorted(disputed(onto)) == ["Cache: Memcached", "Cache: Redis"]
+
+
+SEARCHED = [  # (what a note says, what an agent types, found?)
+    ("Run `ｍａｋｅ ｓｈｉｐ` from the repo root.", "make ship", True),  # full-width, typed in ASCII
+    ("Xin chào Vi\u0065\u0323\u0302t Nam, hệ thống chạy ổn.", "Việt", True),  # decomposed (NFD) text, composed query
+    ("Máy chủ Việt Nam chạy hệ thống ổn định.", "viet nam", True),  # two diacritics on one letter
+    ("Máy chủ Việt Nam chạy hệ thống ổn định.", "he thong", True),
+    ("कैश के लिए Redis का उपयोग नहीं करें।", "उपयोग", True),
+    ("कैश के लिए Redis का उपयोग नहीं करें।", "करें", True),
+    ("कैश के लिए Redis का उपयोग नहीं करें।", "क", False),  # a consonant cut out of कैश/का is no word
+    ("ระบบร้านค้าติดตั้งบนเซิร์ฟเวอร์ที่กรุงเทพ", "กรุงเทพ", True),
+    ("يتم النشر عبر السكربت \u200e`scripts/deploy.sh`\u200e فقط.", "deploy.sh", True),
+    ("\u200fלענות בעברית ובקצרה.", "בעברית", True),
+]
+
+
+@pytest.mark.parametrize("text, query, found", SEARCHED, ids=[q for _, q, _ in SEARCHED])
+def test_search_finds_words_in_every_script_and_form(tmp_path, text, query, found):
+    from ontology.search import search
+    onto, _ = ingest(tmp_path, {"a.md": note("a", f"- {text}\n")})
+    with onto.reader() as conn:
+        hits = [h.text for h in search(conn, query)]
+    assert bool(hits) is found, hits

@@ -83,6 +83,10 @@ _UNREAD_NEGATORS = frozenset(
 _UNREAD_SUFFIX_RE = re.compile(r"\w(?:m[ıiuü]yor|m[ae]mal[ıi]|m[ae]d[ıi]|m[ae]y[ıi]n)(?:\w*)$")
 # Scripts written without spaces: Thai ไม่ "not", ห้าม "forbidden", อย่า "don't"; Lao; Khmer; Myanmar.
 _UNREAD_UNSPACED = ("ไม่", "ห้าม", "อย่า", "ບໍ່", "ຫ້າມ", "ຢ່າ", "មិន", "កុំ", "ហាម", "မဟုတ်", "ဘူး")
+# Signs that mark a line as not done, not to do, or retracted, in any language: a cross or prohibition
+# emoji ("❌ Squash merges" in a don't-list) and a ~~struck-through~~ span. Read like an unread negator:
+# never a stance, never the near-duplicate of the same words without it.
+_NEGATIVE_SIGN_RE = re.compile("[\u274c\u274e\u2715\u2716\u2717\u2718\u26d4\U0001f6ab\U0001f645]|~~[^~\n]+~~")
 NEGATION_CUE = "\u00ac"  # "¬": a token no text yields (not a word character), added by has_unread_negation
 
 
@@ -116,7 +120,10 @@ def detect(text: str, words: list[str]) -> Lang:
 def has_unread_negation(lang: Lang, folded: str, words: list[str]) -> bool:
     """Whether a statement negates in a way the rules above do not read (`folded` text, its words
     after `strip_negation`): a negator of a language without rules, whatever the detected language
-    (Italian with two Spanish-looking words is read as Spanish), or a Thai/Lao/Khmer/Myanmar cue."""
+    (Italian with two Spanish-looking words is read as Spanish), a Thai/Lao/Khmer/Myanmar cue, or a
+    negative sign (❌, 🚫, ~~struck~~) in any language."""
+    if ("~~" in folded or not folded.isascii()) and _NEGATIVE_SIGN_RE.search(folded):
+        return True
     if lang in (Lang.ZH, Lang.JA, Lang.KO):
         return False
     if any(w in _UNREAD_NEGATORS or (not w.isascii() and _UNREAD_SUFFIX_RE.search(w)) for w in words):

@@ -170,8 +170,9 @@ def _segment(text: str) -> tuple[list[str], list[str], int, Lang]:
         folded, polarity = unspaced_negation(lang, folded)
         pieces = split_words(folded)
     kept, word_polarity = strip_negation(lang, [t for t, _ in pieces])
-    if has_unread_negation(lang, folded, [t for t, is_word in pieces if is_word]):
+    if polarity * word_polarity > 0 and has_unread_negation(lang, folded, [t for t, is_word in pieces if is_word]):
         kept.append(NEGATION_CUE)  # a negation we cannot read: never the near-duplicate of its opposite
+        # (one we read already says it: "❌ Never force-push" is "Never force-push")
     return kept, [t for t in kept if not has_unspaced(t)], polarity * word_polarity, lang
 
 

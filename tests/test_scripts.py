@@ -153,3 +153,26 @@ def test_search_finds_words_in_every_script_and_form(tmp_path, text, query, foun
     with onto.reader() as conn:
         hits = [h.text for h in search(conn, query)]
     assert bool(hits) is found, hits
+
+
+SIGNED = [("❌ Squash merges on release branches", "✅ Squash merges on release branches"),
+          ("🚫 Deploy on Fridays after lunch", "Deploy on Fridays after lunch"),
+          ("✗ Run the migrations by hand", "✓ Run the migrations by hand"),
+          ("~~Use Redis for the session store~~", "Use Redis for the session store"),
+          ("❌ Redis のセッション保存", "✅ Redis のセッション保存")]
+
+
+@pytest.mark.parametrize("crossed, plain", SIGNED, ids=[c[:2] for c, _ in SIGNED])
+def test_a_crossed_or_struck_statement_never_agrees_with_the_same_words_unmarked(tmp_path, crossed, plain):
+    """In a do/don't list "❌ X" means do not X, and ~~X~~ is retracted: emoji and `~` are no tokens, so
+    each agreed with a plain "X" in another file. They stay apart (unlabelled: ❌ may also mean failed)."""
+    onto, view = ingest(tmp_path, {"a.md": note("a", f"- {crossed}\n"), "b.md": note("b", f"- {plain}\n")})
+    assert agreements(onto) == [] and disputed(onto) == []
+
+
+def test_a_crossed_negation_still_agrees_with_the_same_negation(tmp_path):
+    onto, _ = ingest(tmp_path, {"a.md": note("alpha", "- ❌ Never force-push the main branch\n"),
+                                "b.md": note("beta", "- Never force-push the main branch\n"),
+                                "c.md": note("gamma", "- ❌ Squash merges on release branches\n"),
+                                "d.md": note("delta", "Notes.\n\n- ❌ Squash merges on release branches\n")})
+    assert sorted(agreements(onto)) == ["❌ Never force-push the main branch", "❌ Squash merges on release branches"]

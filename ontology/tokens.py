@@ -85,9 +85,18 @@ class Script(enum.Enum):
     OTHER = "Other"
 
 
+# Characters that change how text looks, never which word it is: zero-width spaces and joiners, the soft
+# hyphen, bidi marks and controls (RTL notes wrap code in them), Hebrew points and Arabic harakat (a
+# vocalised "שָׁלוֹם" is "שלום"), and the dot a Turkish "İ" leaves after casefolding ("i̇stanbul").
+_INVISIBLE_RE = re.compile("[\u00ad\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff"
+                           "\u0591-\u05bd\u05bf\u05c1\u05c2\u05c4\u05c5\u05c7\u064b-\u065f\u0670]|(?<=i)\u0307")
+
+
 def fold(text: str) -> str:
-    """The matching form of text: NFKC (full-width to ASCII, composed accents), casefolded."""
-    return unicodedata.normalize("NFKC", text).casefold().replace("\u2019", "'")
+    """The matching form of text: NFKC (full-width to ASCII, composed accents), casefolded, without
+    the invisible characters and optional vowel points above."""
+    folded = unicodedata.normalize("NFKC", text).casefold().replace("\u2019", "'")
+    return folded if folded.isascii() else _INVISIBLE_RE.sub("", folded)
 
 
 def bigrams(run: str) -> list[str]:

@@ -176,3 +176,18 @@ def test_a_crossed_negation_still_agrees_with_the_same_negation(tmp_path):
                                 "c.md": note("gamma", "- ❌ Squash merges on release branches\n"),
                                 "d.md": note("delta", "Notes.\n\n- ❌ Squash merges on release branches\n")})
     assert sorted(agreements(onto)) == ["❌ Never force-push the main branch", "❌ Squash merges on release branches"]
+
+
+INVISIBLY_DIFFERENT = [  # the same statement, as two notes may hold it
+    ("Servis İstanbul bölgesindeki kümede çalışıyor.", "Servis Istanbul bölgesindeki kümede çalışıyor."),
+    ("הסקריפט רץ כל לילה בשָׁעָה שָׁלוֹשׁ.", "הסקריפט רץ כל לילה בשעה שלוש."),  # vowel points
+    ("The nightly data\u200bbase dump runs at three.", "The nightly database dump runs at three."),  # ZWSP
+    ("\u200fלענות בעברית ובקצרה תמיד.", "לענות בעברית ובקצרה תמיד."),  # a bidi mark
+]
+
+
+@pytest.mark.parametrize("one, other", INVISIBLY_DIFFERENT, ids=["tr-dotted-I", "he-points", "zwsp", "rlm"])
+def test_a_statement_restated_with_invisible_differences_agrees(tmp_path, one, other):
+    onto, view = ingest(tmp_path, {"a.md": note("alpha", f"- {one}\n"), "b.md": note("beta", f"- {other}\n")})
+    assert len(agreements(onto)) == 1
+    assert view.read("a.md").decode().startswith(note("alpha", f"- {one}\n")), "the author's bytes"

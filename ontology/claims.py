@@ -33,6 +33,7 @@ WIKILINK_RE = re.compile(r"\[\[([^\]|#]+)(?:[#|]([^\]]*))?\]\]")  # target, alia
 MD_LINK_RE = re.compile(r"!?\[([^\]]*)\]\(([^)\s]*)[^)]*\)")  # title, target
 _HEADING_RE = re.compile(r"^\s{0,3}#{1,6}(?:\s|$)")
 _CODE_SPAN_RE = re.compile(r"(`+).+?\1")  # "`<!--`" names a comment marker, it opens none
+_FENCE_RUN_RE = re.compile(r"`{3,}|~{3,}")  # a fence closes only on a bare run as long (CommonMark)
 # A label: a short phrase ending in an ASCII or full-width colon, emphasis around either side.
 _LABEL_RE = re.compile(r"^(?:\*\*|__)?\s*(?P<label>[^:：]{1,60}?)\s*(?:\*\*|__)?\s*[:：]\s*(?:\*\*|__)?\s*$")
 _LINK_RE = re.compile(r"\[\[[^\]]*\]\]|!?\[[^\]]*\]\([^)]*\)|<https?://[^>]+>|https?://\S+")
@@ -126,12 +127,14 @@ class LineClassifier:
             if self._in_comment and not bare.startswith("<!--"):
                 return LineKind.TEXT if bare[:opened].strip() else LineKind.COMMENT
         if self._fence is not None:
-            if stripped.startswith(self._fence) or (self._fence == "$$" and stripped.endswith("$$")):
+            closes = (stripped.endswith("$$") if self._fence == "$$" else  # CommonMark: the same character,
+                      stripped.startswith(self._fence) and not stripped.strip(self._fence[0]))  # as long, bare
+            if closes:
                 self._fence = None
                 return LineKind.FENCE
             return LineKind.FORMULA if self._fence == "$$" else LineKind.CODE
         if stripped.startswith(("```", "~~~")):
-            self._fence = stripped[:3]
+            self._fence = _FENCE_RUN_RE.match(stripped).group()  # "````md" holds "```" lines as its text
             return LineKind.FENCE
         if stripped.startswith("$$"):
             if not (len(stripped) > 2 and stripped.endswith("$$")):

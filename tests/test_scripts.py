@@ -191,3 +191,14 @@ def test_a_statement_restated_with_invisible_differences_agrees(tmp_path, one, o
     onto, view = ingest(tmp_path, {"a.md": note("alpha", f"- {one}\n"), "b.md": note("beta", f"- {other}\n")})
     assert len(agreements(onto)) == 1
     assert view.read("a.md").decode().startswith(note("alpha", f"- {one}\n")), "the author's bytes"
+
+
+def test_a_fence_holding_fences_stays_code_to_its_own_close(tmp_path):
+    """A note that keeps a markdown template opens with four backticks and holds ``` lines; a bare ```
+    or a ```python line inside closed it, and the template's example settings became claims."""
+    a = note("alpha", "PR template:\n\n````md\n## Config\n```yaml\nqueue: kafka\n```\n- Queue: kafka\n````\n\n"
+                      "```bash\ncat <<'EOF' > x.md\n```python\n- Queue: sqs\n```\nEOF\n```\n")
+    onto, view = ingest(tmp_path, {"a.md": a, "b.md": note("beta", "- Queue: rabbitmq\n")})
+    assert disputed(onto) == []
+    with onto.reader() as conn:
+        assert not [x.text for x in queries.assertions(conn) if "Queue" in x.text and "rabbitmq" not in x.text]

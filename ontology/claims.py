@@ -45,6 +45,10 @@ _LINK_LEAD_RE = re.compile(
     re.IGNORECASE)
 _LINK_FILLER_RE = re.compile(r"\b(?:and|or|et|und|y|e|also)\b|[\s,;、，/&+·|()\-–—.:：*_]+", re.IGNORECASE)
 MIN_PROSE_CHARS = 12  # a link line with fewer word characters of its own is a list of links
+# In any language: a short label ("Vedi anche:", "Zobacz też:", "Xem thêm:", "İlgili notlar:") and then
+# only links to other notes ([[x]], x.md): the label is a lead word we do not know, not a subject.
+_ANY_LEAD_RE = re.compile(r"^(?:\*\*|__)?[^\W\d][^:：\[\]()`.!?。]{0,38}?(?:\*\*|__)?\s*[:：]\s*(?:\*\*|__)?\s*(?=\[)")
+_NOTE_LINK_RE = re.compile(r"\[\[[^\]]*\]\]|\[[^\]]*\]\((?!\w+:)[^)\s]*\.md(?:#[^)\s]*)?\)")
 _FORMULA_RE = re.compile(r"\\(?:frac|sum|int|sqrt|cdot|times|leq|geq|mathbb|mathrm|mathcal|left|right|begin|end|"
                          r"alpha|beta|gamma|delta|lambda|sigma|theta|partial|infty|prod|hat|bar|vec)\b|\$\$")
 _COMMAND_WORDS = ("sudo git npm npx pnpm yarn pip pip3 uv uvx cd ls cat python python3 bash sh zsh curl wget docker "
@@ -83,6 +87,9 @@ def is_link_list(line: str) -> bool:
     prose = _LINK_FILLER_RE.sub("", rest)
     if lead and lead.end() and links:
         return len(prose) < MIN_PROSE_CHARS
+    if links and (label := _ANY_LEAD_RE.match(text)) and len(label.group().split()) <= 4:
+        after = text[label.end():]
+        return len(_LINK_FILLER_RE.sub("", _NOTE_LINK_RE.sub(" ", after))) < 4
     return bool(links) and len(prose) < 4
 
 

@@ -202,3 +202,22 @@ def test_a_fence_holding_fences_stays_code_to_its_own_close(tmp_path):
     assert disputed(onto) == []
     with onto.reader() as conn:
         assert not [x.text for x in queries.assertions(conn) if "Queue" in x.text and "rabbitmq" not in x.text]
+
+
+SEE_ALSO = ["Vedi anche", "Note correlate", "Zobacz też", "Xem thêm", "İlgili notlar", "Zie ook", "Veja também",
+            "**Powiązane notatki:**"]
+
+
+@pytest.mark.parametrize("lead", SEE_ALSO)
+def test_a_see_also_line_in_any_language_is_a_link_list_not_a_slot(tmp_path, lead):
+    """"See also: [[deploy]]" in one note and "See also: [[db]]" in another were rival values of the slot
+    "See also" wherever we did not know the lead word: false disputes in Italian, Polish, Vietnamese …"""
+    label = lead if lead.endswith(":**") else f"{lead}:"
+    a = note("alpha", f"Alpha.\n\n{label} [[deploy]]\n\n- {label} [Schema](db_schema.md) · [[backups]]\n")
+    b = note("beta", f"Beta.\n\n{label} [[db]]\n")
+    onto, view = ingest(tmp_path, {"a.md": a, "b.md": b, "c.md": note("gamma", "- Database: [postgres](https://postgres.org)\n")})
+    assert disputed(onto) == []
+    with onto.reader() as conn:
+        texts = [x.text for x in queries.assertions(conn)]
+    assert not [t for t in texts if "deploy" in t or "db" in t.split()], texts
+    assert "Database: postgres" in texts, "a link to elsewhere after a label still states something"

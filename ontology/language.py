@@ -87,6 +87,12 @@ _UNREAD_UNSPACED = ("ไม่", "ห้าม", "อย่า", "ບໍ່", "�
 # emoji ("❌ Squash merges" in a don't-list) and a ~~struck-through~~ span. Read like an unread negator:
 # never a stance, never the near-duplicate of the same words without it.
 _NEGATIVE_SIGN_RE = re.compile("[\u274c\u274e\u2715\u2716\u2717\u2718\u26d4\U0001f6ab\U0001f645]|~~[^~\n]+~~")
+# The same for the corpus languages, beyond the unambiguous cues that flip a stance above: a bare
+# Chinese negator character, Japanese ない/ません/ず, Korean 안/못 as words, 없-, 마세요/말고.
+_ZH_SIGNS = frozenset("不没沒别別未无無非勿")
+_JA_CUES = ("ない", "ません", "ず", "ぬ")
+_KO_WORDS = frozenset({"안", "못"})
+_KO_PREFIXES = ("마세요", "말고", "말것", "말아")
 NEGATION_CUE = "\u00ac"  # "¬": a token no text yields (not a word character), added by has_unread_negation
 
 
@@ -124,8 +130,12 @@ def has_unread_negation(lang: Lang, folded: str, words: list[str]) -> bool:
     negative sign (❌, 🚫, ~~struck~~) in any language."""
     if ("~~" in folded or not folded.isascii()) and _NEGATIVE_SIGN_RE.search(folded):
         return True
-    if lang in (Lang.ZH, Lang.JA, Lang.KO):
-        return False
+    if lang is Lang.ZH:  # a bare 不/没/未 … (不使用, 没备份) is no stance (不同, 未来), but keeps two apart
+        return any(ch in _ZH_SIGNS for ch in folded)
+    if lang is Lang.JA:
+        return any(cue in folded for cue in _JA_CUES)
+    if lang is Lang.KO:
+        return any(w in _KO_WORDS or "없" in w or w.startswith(_KO_PREFIXES) for w in words)
     if any(w in _UNREAD_NEGATORS or (not w.isascii() and _UNREAD_SUFFIX_RE.search(w)) for w in words):
         return True
     return not folded.isascii() and any(cue in folded for cue in _UNREAD_UNSPACED)

@@ -55,6 +55,9 @@ UNREAD_NEGATIONS = [
     ("tr", "Docker imajı üretim ortamında her gece kullanılıyor ve güncelleniyor.",
      "Docker imajı üretim ortamında her gece kullanılmıyor ve güncelleniyor."),
     ("he", "משתמשים ב-Redis לשמירת הסשנים של המשתמשים בשרת.", "לא משתמשים ב-Redis לשמירת הסשנים של המשתמשים בשרת."),
+    # Corpus languages, negated in forms their rules leave unread (a bare 不/沒, 안 as a word)
+    ("zh-hant", "排程系統使用 Airflow 排程工具", "排程系統不使用 Airflow 排程工具"),
+    ("ko", "운영 서버에서는 Docker를 쓴다", "운영 서버에서는 Docker를 안 쓴다"),
 ]
 
 

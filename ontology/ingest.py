@@ -439,9 +439,12 @@ class Ontology:
         with writer.transaction():
             framed = self._likely_new(writer, batch)
             pending = self.archive.begin([_incoming(item) for item in framed]) if framed else None
+            # One artifact alone (a POST): the guess above is the answer (nothing was applied since),
+            # and it needs no savepoint of its own (GraphWriter.apply).
+            alone = len(batch) == 1
             try:
                 for item in batch:
-                    result = self._apply_one(writer, item)
+                    result = self._apply_one(writer, item, new=bool(framed) if alone else None)
                     out.append((item, result))
                     if result.status is Status.NEW:
                         applied.append(item)
@@ -478,16 +481,19 @@ class Ontology:
         except OSError as exc:
             log.warning("ontology %s: could not cut a failed batch's frames off the pack: %s", self.slug, exc)
 
-    def _apply_one(self, writer: GraphWriter, item: _Parsed) -> IngestResult:
+    def _apply_one(self, writer: GraphWriter, item: _Parsed, new: bool | None = None) -> IngestResult:
+        """`new`: whether the artifact is new, when the caller already knows it (the only artifact
+        of its transaction, read under the same lock a moment ago), which also means it is alone."""
         artifact = item.artifact
         try:
             key = (artifact.source_identity, item.sha256)
-            if key in self._unacknowledged or writer.seen(*key):  # also sees this batch's own rows
+            duplicate = (key in self._unacknowledged or writer.seen(*key)) if new is None else not new
+            if duplicate:  # `seen` also sees this batch's own rows
                 self._unacknowledged.discard(key)
                 return IngestResult(Status.DUPLICATE, artifact.filename, item.sha256, kind=artifact.kind.value)
             # None: a duplicate when read, no longer one (another version came in meanwhile)
             extraction = item.extraction if item.extraction is not None else extract(artifact)
-            applied = writer.apply(artifact, extraction, item.channel.value, item.received_at)
+            applied = writer.apply(artifact, extraction, item.channel.value, item.received_at, alone=new is not None)
         except (sqlite3.OperationalError, OSError):
             raise  # the disk or database refused: the whole batch waits for a retry
         except Exception as exc:  # a defect met on this input: keep it, go on with the rest

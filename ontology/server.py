@@ -24,7 +24,7 @@ from ontology.backend import Backend
 from ontology.connections import raise_descriptor_limit, uvicorn_limits, watch_loop
 from ontology.guard import Guard, is_loopback
 from ontology.errors import BadRequest, Conflict
-from ontology.http import EXCEPTION_HANDLERS, VERSION, routes
+from ontology.http import EXCEPTION_HANDLERS, VERSION, Ingest, JsonIngest, Pools, routes
 from ontology.mcp_tools import build_mcp
 from ontology.watcher import DropWatcher
 
@@ -115,9 +115,12 @@ def build_app(root: Path, *, token: str | None = None, allow_remote_hosts: bool 
 
     # The MCP app's own route (/mcp), not the app mounted at "/": mounted, it answered every unknown path
     # with its plain-text 404 instead of our error shape. Its lifespan is the session manager run above.
-    starlette = Starlette(routes=[*routes(backend, health, render), *mcp_app.routes], lifespan=lifespan,
+    pools = Pools()
+    starlette = Starlette(routes=[*routes(backend, health, render, pools), *mcp_app.routes], lifespan=lifespan,
                           exception_handlers=EXCEPTION_HANDLERS)
-    app = App(backend, watcher, Guard(starlette, token=token, allow_remote_hosts=allow_remote_hosts))
+    # JSON ingests, the hot path, skip Starlette's layers (ontology.http.JsonIngest); the Guard checks all.
+    app = App(backend, watcher, Guard(JsonIngest(starlette, Ingest(backend, pools)), token=token,
+                                      allow_remote_hosts=allow_remote_hosts))
     holder["app"] = app
     return app
 

@@ -132,9 +132,9 @@ def test_the_pack_sync_runs_beside_the_graph_work_and_the_commit_waits_for_it(on
             seen["sync thread"] = threading.current_thread().name
         real_fsync(fd)
 
-    def apply(self, artifact, *args):
+    def apply(self, artifact, *args, **kwargs):
         seen["frame before the graph work"] = memory("b", "Pin the python version") in pack.read_bytes()
-        return real_apply(self, artifact, *args)
+        return real_apply(self, artifact, *args, **kwargs)
 
     @contextlib.contextmanager
     def transaction(self):
@@ -325,3 +325,29 @@ def test_the_successor_marker_lookup_reads_its_own_index_not_every_timed_fact(on
         plan = " ".join(str(r[-1]) for r in conn.execute(
             "EXPLAIN QUERY PLAN SELECT DISTINCT subject, extra FROM timed_facts WHERE kind='marker' AND extra != ''"))
     assert "timed_facts_successors" in plan, plan
+
+
+def test_a_single_ingest_that_fails_to_merge_leaves_nothing_of_it(onto, monkeypatch):
+    """One artifact alone in its transaction (a POST) is applied without a savepoint: its failure
+    rolls the transaction back and opens a new one, so its half-written rows go, its frame is cut
+    off, and the next ingest commits as usual."""
+    original = GraphWriter._apply
+
+    def failing(self, artifact, *args):
+        if artifact.filename == "bad.md":
+            self.conn.execute("INSERT INTO concepts(key, name, type, created_at, updated_at) "
+                              "VALUES('half-written', 'x', 'memory', '', '')")
+            raise ValueError("simulated defect")
+        return original(self, artifact, *args)
+
+    monkeypatch.setattr(GraphWriter, "_apply", failing)
+    assert onto.ingest("a.md", memory("a", "Use uv for installs"), Channel.HTTP).status is Status.NEW
+    bad = onto.ingest("bad.md", memory("bad", "Something"), Channel.HTTP)
+    assert bad.status is Status.REJECTED and "simulated defect" in bad.reason
+    assert onto.ingest("c.md", memory("c", "Pin the python version"), Channel.HTTP).status is Status.NEW
+    with onto.reader() as conn:
+        keys = {r[0] for r in conn.execute("SELECT key FROM concepts")}
+    assert {"a", "c"} <= keys and "half-written" not in keys and "bad" not in keys
+    assert [e.filename for e, _ in onto.archive.entries()] == ["a.md", "c.md"]
+    assert memory("bad", "Something") not in onto.archive.pack_path(1).read_bytes()
+    assert onto.ingest("a.md", memory("a", "Use uv for installs"), Channel.HTTP).status is Status.DUPLICATE

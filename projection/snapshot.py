@@ -10,8 +10,10 @@ from __future__ import annotations
 import dataclasses
 import re
 import sqlite3
+import unicodedata
 from collections.abc import Sequence
 from pathlib import Path
+from urllib.parse import unquote
 
 from ontology import queries
 from ontology.schema import in_chunks
@@ -23,7 +25,7 @@ from projection.topic import MemoryTopic, Stand, Voice
 MEMORY_NAME = "MEMORY.md"
 SIDE_CHARS = 160  # each side of a dispute names its sources within this many characters
 NOW_SAYS_CHARS = 100  # what a linked file says now, beside an index line it supersedes
-_NON_ALNUM = re.compile(r"[^a-z0-9]+")
+_NON_WORD = re.compile(r"[\W_]+")
 
 
 def graph_version(conn: sqlite3.Connection, database: Path) -> tuple[int, int, int]:
@@ -59,8 +61,12 @@ def host_index(conn: sqlite3.Connection) -> str | None:
 
 
 def _loose(filename: str) -> str:
-    """`Feedback_X.md`, `feedback-x.md` and `feedback_x` name the same file in an index link."""
-    return _NON_ALNUM.sub("-", filename.lower().removesuffix(".md")).strip("-")
+    """`Feedback_X.md`, `feedback-x.md` and `feedback_x` name the same file in an index link; so do a
+    link's `%20` and a space, and a composed and a decomposed `café` (macOS writes NFD names). Letters of
+    every script count: an ASCII-only form made every Cyrillic or CJK name "", so one such index line
+    found another file and the linked file was re-added as "not in the index"."""
+    name = unicodedata.normalize("NFC", unquote(filename)).casefold().removesuffix(".md")
+    return _NON_WORD.sub("-", name).strip("-") or name
 
 
 def _marks(affirmed: int, contested: int, contradicted: int) -> str:

@@ -229,3 +229,27 @@ def test_a_see_also_line_in_any_language_is_a_link_list_not_a_slot(tmp_path, lea
         texts = [x.text for x in queries.assertions(conn)]
     assert not [t for t in texts if "deploy" in t or "db" in t.split()], texts
     assert "Database: postgres" in texts, "a link to elsewhere after a label still states something"
+
+
+def test_index_lines_find_their_files_by_names_in_any_script(tmp_path):
+    """The index matched link targets to files on an ASCII-only form of the name: every Cyrillic or CJK
+    name became "", so each such line found one arbitrary file (a "disputed" mark landed on the wrong
+    line) and the others were re-added as "not in the index"; a `%20` or an NFD name (macOS) missed too."""
+    import unicodedata
+    from projection.render import ADDITIONS_HEADING
+    nfd = unicodedata.normalize("NFD", "café_notes.md")
+    index = ("- [Кэш](кэш_сессий.md) — где живут сессии\n- [Деплой](деплой.md) — как выкатываем\n"
+             "- [部署](部署说明.md) — 流程\n- [Café](café_notes.md) — menu\n- [Spaces](my%20notes.md) — spaced\n")
+    files = {"MEMORY.md": index, "кэш_сессий.md": note("kesh", "- Session cache: Redis\n"),
+             "деплой.md": note("deploi", "- Выкатываем через make release.\n"),
+             "部署说明.md": note("bushu", "- 每周二发布。\n"), nfd: note("cafe", "- Menu service on port 8080.\n"),
+             "my notes.md": note("spaced", "- Spaces in the name.\n"),
+             "ops.md": note("ops", "- Session cache: Memcached\n")}
+    onto, view = ingest(tmp_path, files)
+    memory = view.read("MEMORY.md").decode()
+    added = memory.split(ADDITIONS_HEADING, 1)[1] if ADDITIONS_HEADING in memory else ""
+    for name in ("кэш_сессий.md", "деплой.md", "部署说明.md", "café_notes.md", "my notes.md"):
+        assert f"]({name})" not in added and f"]({unicodedata.normalize('NFD', name)})" not in added, name
+    lines = memory.splitlines()
+    assert "- [Кэш](кэш_сессий.md) — где живут сессии ⟨kg: 1 disputed⟩" in lines
+    assert "- [Деплой](деплой.md) — как выкатываем" in lines, "the mark belongs to the other line"

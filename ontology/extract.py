@@ -119,7 +119,13 @@ class Extraction:
 
 @lru_cache(maxsize=16_384)  # section names and file stems recur in every ledger entry and link
 def concept_key(text: str) -> str:
-    return slugify(text, max_length=MAX_CONCEPT_KEY, word_boundary=True) or "untitled"
+    """A slug of the text; a name with nothing to transliterate ("🚀.md", "🔥.md") is keyed by its code
+    points, not one shared "untitled" that merged every such file into one concept."""
+    slug = slugify(text, max_length=MAX_CONCEPT_KEY, word_boundary=True)
+    if slug:
+        return slug
+    points = "-".join(f"{ord(ch):x}" for ch in text if not ch.isspace() and ch not in "\ufe0f\u200d")
+    return f"u-{points}"[:MAX_CONCEPT_KEY].rstrip("-") if points else "untitled"
 
 
 def _link_target_key(target: str) -> str | None:

@@ -253,3 +253,11 @@ def test_index_lines_find_their_files_by_names_in_any_script(tmp_path):
     lines = memory.splitlines()
     assert "- [Кэш](кэш_сессий.md) — где живут сессии ⟨kg: 1 disputed⟩" in lines
     assert "- [Деплой](деплой.md) — как выкатываем" in lines, "the mark belongs to the other line"
+
+
+def test_files_named_only_with_emoji_stay_separate_concepts(tmp_path):
+    """"🚀.md" and "🔥.md" slug to nothing; both were keyed "untitled", one concept, so each file's appendix
+    listed the other file's notes as what "other sources" add about it."""
+    a, b = note("rocket", "- Releases go out on Tuesday.\n"), note("fire", "- Hotfixes skip the release train.\n")
+    onto, view = ingest(tmp_path, {"🚀.md": a, "🔥.md": b})
+    assert view.read("🚀.md") == a.encode() and view.read("🔥.md") == b.encode()

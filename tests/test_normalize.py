@@ -80,3 +80,12 @@ def test_display_text_is_the_authors_wording():
         "Set `actor.calculate_sum_pi_squared=True` in ~/cool/x for 2~3-part runs"
     assert clean_markup("use \\_vlo and [the guide](guide.md) and [[other-note]]") == "use _vlo and the guide and other-note"
 
+
+
+def test_a_restated_statement_is_normalized_once():
+    """Memory restates its facts across files: the same text's proposition is computed once and
+    shared (it is immutable), not normalized again for every file that says it."""
+    text = "The ingest queue is drained by the worker before every deploy"
+    first = proposition(text)
+    assert first is not None and proposition(text) is first
+    assert proposition(text + " again") is not first

@@ -19,7 +19,7 @@ from functools import lru_cache
 
 from ontology import minhash
 from ontology.language import NEGATION_CUE
-from ontology.normalize import Proposition, numbers, rival
+from ontology.normalize import Proposition, numbers, rival, value_marks
 from ontology.schema import in_chunks
 
 # Jaccard over stemmed content tokens at or above which two wordings are one proposition. 0.7 merges
@@ -145,6 +145,8 @@ class NearDuplicateIndex:
                 continue  # "185 tests green" and "257 tests green" are two claims
             if (NEGATION_CUE in cache[cid][0]) != (NEGATION_CUE in mine):
                 continue  # "Không dùng Redis …" is not "Dùng Redis …" (a negation we cannot read)
+            if (theirs := value_marks(cache[cid][0])) and (ours := value_marks(mine)) and theirs != ours:
+                continue  # "ฐานข้อมูล: MySQL" is not "ฐานข้อมูล: PostgreSQL" (a fact that is no slot)
             if best is None or score > best[0]:
                 best = (score, cid)
         return best[1] if best else None

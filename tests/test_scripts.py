@@ -261,3 +261,12 @@ def test_files_named_only_with_emoji_stay_separate_concepts(tmp_path):
     a, b = note("rocket", "- Releases go out on Tuesday.\n"), note("fire", "- Hotfixes skip the release train.\n")
     onto, view = ingest(tmp_path, {"🚀.md": a, "🔥.md": b})
     assert view.read("🚀.md") == a.encode() and view.read("🔥.md") == b.encode()
+
+
+def test_a_fact_that_is_no_slot_never_agrees_with_another_value(tmp_path):
+    """A Thai key is no slot subject (we cannot tell it is specific), and Thai is compared by bigrams: the
+    key alone made "ฐานข้อมูล: MySQL" and "ฐานข้อมูล: PostgreSQL" 80 % alike, so they agreed."""
+    onto, view = ingest(tmp_path, {"a.md": note("alpha", "- ฐานข้อมูลหลักของระบบร้านค้า: MySQL\n"),
+                                   "b.md": note("beta", "- ฐานข้อมูลหลักของระบบร้านค้า: PostgreSQL\n"),
+                                   "c.md": note("gamma", "Intro.\n\n- ฐานข้อมูลหลักของระบบร้านค้า: PostgreSQL\n")})
+    assert agreements(onto) == ["ฐานข้อมูลหลักของระบบร้านค้า: PostgreSQL"] and disputed(onto) == []

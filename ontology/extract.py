@@ -48,7 +48,11 @@ _LABEL_PREFIX_RE = re.compile(r"^\s*(?:[*_]{2})([^*_:：]{1,40})[:：](?:[*_]{2}
 _FACT_RE = re.compile(r"^([^\s:：`][^:：`]{0,40}?)(?::\s+|：\s*)(\S.*)$")
 _QUOTE_RE = re.compile(r"^\s*(?:>\s?)+")
 # Sentences end at . ! ? before a capital or a digit, and after 。！？ in any case (no space there).
-_SENTENCE_SPLIT_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9`*\"'(\[]|[^\x00-\x7f])|(?<=[。！？])\s*(?=\S)")
+# Sentence ends: ".!?" before a capital, a digit or any non-ASCII letter; the Devanagari danda ।/॥, the
+# Arabic question mark ؟, the Urdu ۔, the Armenian ։, the Ethiopic ። and the Myanmar ။ before a space;
+# 。！？ in any case (a long Hindi paragraph was one unit and was dropped at MAX_STATEMENT_CHARS).
+_SENTENCE_SPLIT_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9`*\"'(\[]|[^\x00-\x7f])|(?<=[।॥؟۔։።။])\s+"
+                                r"|(?<=[。！？])\s*(?=\S)")
 _CLAUSE_SPLIT_RE = re.compile(r"(?<=[;；])\s*(?=\S)")  # a sentence still too long splits at semicolons
 _INDEX_LINE_RE = re.compile(r"^\s*[-*+]\s*\[([^\]]+)\]\(([^)\s]+)\)\s*(?:[-\u2013\u2014:]+\s*(.*))?$")
 

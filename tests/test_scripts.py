@@ -270,3 +270,21 @@ def test_a_fact_that_is_no_slot_never_agrees_with_another_value(tmp_path):
                                    "b.md": note("beta", "- ฐานข้อมูลหลักของระบบร้านค้า: PostgreSQL\n"),
                                    "c.md": note("gamma", "Intro.\n\n- ฐานข้อมูลหลักของระบบร้านค้า: PostgreSQL\n")})
     assert agreements(onto) == ["ฐานข้อมูลหลักของระบบร้านค้า: PostgreSQL"] and disputed(onto) == []
+
+
+def test_a_long_paragraph_ending_sentences_with_a_danda_still_states_its_sentences(tmp_path):
+    """Hindi ends a sentence with । (danda), which the splitter did not know: a paragraph over the statement
+    limit was one unit and yielded nothing."""
+    sentences = ["सर्वर मुंबई क्षेत्र में चलता है और हर रात बैकअप लेता है।",
+                 "डेटाबेस का बैकअप तीन दिन तक रखा जाता है और फिर हटा दिया जाता है।",
+                 "परिनियोजन केवल मंगलवार को होता है ताकि सप्ताहांत में कोई समस्या न हो।",
+                 "कैश के लिए Redis का उपयोग किया जाता है और सत्र वहीं रखे जाते हैं।",
+                 "लॉग फ़ाइलें सात दिन के बाद अपने आप संग्रह में चली जाती हैं।",
+                 "निगरानी के लिए Grafana डैशबोर्ड हर टीम के लिए अलग बनाया गया है।",
+                 "नए कर्मचारियों को पहले सप्ताह में स्टेजिंग सर्वर तक ही पहुँच दी जाती है।"]
+    paragraph = " ".join(sentences)
+    assert len(paragraph) > 400
+    onto, _ = ingest(tmp_path, {"a.md": note("alpha", paragraph + "\n")})
+    with onto.reader() as conn:
+        texts = [a.text for a in queries.assertions(conn)]
+    assert sum(any(s.rstrip("।") in t for t in texts) for s in sentences) == len(sentences), texts

@@ -228,6 +228,14 @@ def atomic_value(value: str) -> str | None:
     return head
 
 
+# One product, two names: "Postgres" and "PostgreSQL" in two notes are one value, not rivals (keys are
+# stemmed, so are these).
+_VALUE_ALIASES = {stem(alias): stem(name) for name, aliases in {
+    "postgres": "postgresql pg", "mongo": "mongodb", "kubernetes": "k8s", "node": "nodejs",
+    "go": "golang", "javascript": "js", "typescript": "ts", "elasticsearch": "elastic"}.items()
+    for alias in aliases.split()}
+
+
 def slot_of(subject: str, relation: str, head: str, value: str) -> tuple[str, str] | None:
     """(slot, value) of a fact whose values can be rivals, or None. The value's kind is part of the
     slot, so a name never competes with a yes/no. A date, count or version that differs is usually
@@ -239,6 +247,7 @@ def slot_of(subject: str, relation: str, head: str, value: str) -> tuple[str, st
         return None
     if len(value.split()) > MAX_RIVAL_VALUE_TOKENS:
         return None  # "REQUIRED and WORKING" elaborates "REQUIRED": longer values are not rivals
+    value = " ".join(_VALUE_ALIASES.get(t, t) for t in value.split())
     return f"{subject}|{relation}|{kind.value}", value
 
 

@@ -288,3 +288,10 @@ def test_a_long_paragraph_ending_sentences_with_a_danda_still_states_its_sentenc
     with onto.reader() as conn:
         texts = [a.text for a in queries.assertions(conn)]
     assert sum(any(s.rstrip("।") in t for t in texts) for s in sentences) == len(sentences), texts
+
+
+@pytest.mark.parametrize("one, other", [("Postgres", "PostgreSQL"), ("MongoDB", "mongo"), ("k8s", "Kubernetes")])
+def test_two_names_of_one_product_are_one_value_not_rivals(tmp_path, one, other):
+    """ "Banco: Postgres" in one note and "Banco: PostgreSQL" in another were a dispute."""
+    onto, _ = ingest(tmp_path, {"a.md": note("alpha", f"- Banco: {one}\n"), "b.md": note("beta", f"- Banco: {other}\n")})
+    assert disputed(onto) == [] and agreements(onto) == [f"Banco: {one}"]

@@ -20,8 +20,9 @@ from ontology.claims import (BULLET_RE, MD_LINK_RE, NOT_CLAIMS, WIKILINK_RE, Lin
 from ontology.normalize import Proposition, clean_markup, fact_proposition, proposition
 from ontology.removals import IdentifierStance, identifier_stances
 from ontology.revisions import Revision, paired, revisions
+from ontology.scope import memory_slot
 from ontology.timeline import Fact, Marker, Status, facts as timed_facts, file_date, file_status, identifier_facts, \
-    marker_of, row_fact, statement_date
+    in_file, marker_of, row_fact, statement_date
 
 # Statements longer than this are prose dumps, not claims; shorter than this are fragments.
 MAX_STATEMENT_CHARS = 400
@@ -295,10 +296,12 @@ def _statements(units: list[_Unit], fixed_concept: str | None, default: str) -> 
         identifiers = identifier_stances(text, prop.polarity)
         revised = revisions(text, identifiers)
         found = (unit.row,) if unit.row is not None else timed_facts(text, unit.date)
+        found = in_file(found, fixed_concept) if fixed_concept is not None else found
         found += identifier_facts(identifiers, text)
         links = _current_links(unit.text, prop.polarity) if "[" in unit.text else ()
         when = statement_date(text) or unit.date
         if fixed_concept is not None:
+            prop = memory_slot(prop, text, unit.section, fixed_concept)  # rivals only across one subject
             out.append(Statement(text, prop, fixed_concept, identifiers=identifiers, revisions=revised, facts=found,
                                  links=links, date=when))
         else:
@@ -356,7 +359,7 @@ def _memory_index(artifact: Artifact) -> Extraction:
             hook = clean_markup(match.group(3) or "")
             text = f"{clean_markup(match.group(1))} — {hook}" if hook else clean_markup(match.group(1))
             hooks.append(Hook(key, text, file_status(text), marker_of(hook) or marker_of(match.group(1)),
-                              timed_facts(text), revisions(text), line.strip()))
+                              in_file(timed_facts(text), key), revisions(text), line.strip()))
             open_unit = False
         elif fenced or not line.strip(">").strip() or line.lstrip().startswith(("#", "|")) or match:
             open_unit = False

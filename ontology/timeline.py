@@ -221,6 +221,22 @@ def item_key(item: str) -> str:
     return core.group(1) if core else folded
 
 
+_NUMBERED_ITEM_RE = re.compile(r"\d+(?:\.\d+)+[a-z]?")
+
+
+def in_file(found: tuple[Fact, ...], owner: str) -> tuple[Fact, ...]:
+    """A memory file's facts with its numbered items ("1.2", "S2.4") made its own: every plan numbers
+    its steps from 1.1, so "1.2 pending" in one plan and "Milestone 1.2 done" in another are two items.
+    An index line about the file (owner: the file it links) shares them; an id (`BUG-042`) stays global."""
+    return tuple(Fact(f"{owner}:{f.subject}", f.kind, f.value, f.date, f.upgrade)
+                 if f.kind is FactKind.STATUS and _NUMBERED_ITEM_RE.fullmatch(f.subject) else f for f in found)
+
+
+def _decimal(value: str) -> str:
+    """A decimal's canonical form: "0.710" and "0.71" are one value."""
+    return value.rstrip("0").rstrip(".") if "." in value else value
+
+
 def version_key(value: str) -> tuple[int, ...]:
     return tuple(int(p) for p in re.findall(r"\d+", value)[:4])
 
@@ -253,8 +269,11 @@ def _sentence_facts(plain: str, when: str | None) -> list[Fact]:
         upgrade = (_UPGRADE_BEFORE_RE.search(plain[max(0, m.start() - 40):m.start()]) is not None
                    or _UPGRADE_AFTER_RE.match(plain, m.end()) is not None)
         out.setdefault((subject, FactKind.VERSION), Fact(subject, FactKind.VERSION, value, when, upgrade))
+    label = _LABEL_RE.match(plain)
     for m in _COUNT_RE.finditer(plain):
         subject = f"{fold(m.group('name'))} {fold(m.group('noun'))}"
+        if label is not None and m.start() >= label.end():  # "Staging: PaymentsService 2 replicas"
+            subject = f"{fold(label.group(1).strip())}/{subject}"
         out.setdefault((subject, FactKind.COUNT), Fact(subject, FactKind.COUNT, m.group("n"), when))
     for m in _METRIC_RE.finditer(plain):
         words = [w for w in fold(m.group("subject")).split() if w not in _METRIC_STOP]
@@ -270,6 +289,10 @@ def _sentence_facts(plain: str, when: str | None) -> list[Fact]:
             key = item_key(m.group("item"))
             out.setdefault((key, FactKind.STATUS), Fact(key, FactKind.STATUS, status.name.lower(), when))
     return list(out.values())
+
+
+# A scope opening a sentence: "Staging: …", "On canary: …" (a count after it is the scope's own).
+_LABEL_RE = re.compile(r"^\s*([^:：\d]{1,30})[:：]\s")
 
 
 # "<Subject>: … (rank 151)", "<Subject> … ranked #12": a standing of the subject that opens the line.
@@ -443,6 +466,8 @@ def _claim_supersedes(newer: Said, older: Said) -> bool:
         return newer.upgrade and version_key(newer.value) > version_key(older.value) and not later(older.date, newer.date)
     if kind is FactKind.IDENTIFIER:  # a removal dated after a use: the use is history, not a dispute
         return newer.value == REMOVED and older.value == IN_USE and later(newer.date, older.date)
+    if kind in (FactKind.COUNT, FactKind.RANK) and newer.source == older.source:
+        return False  # a log's dated entries count what each day did: the reader sees both, dated
     if dated:
         return kind in (FactKind.STATUS, FactKind.COUNT, FactKind.RANK) and later(newer.date, older.date)
     return kind is FactKind.STATUS and newer.value == Status.DONE.name.lower() \
@@ -462,8 +487,8 @@ def value_updates(said: list[Said]) -> list[tuple[Said, Said, Rule]]:
             out.append((min(newest, key=lambda s: (s.assertion or 0, s.source)), older, Rule.VALUE))
     for hook in (s for s in said if s.hook and s.kind != FactKind.VERSION.value):
         own = [c for c in claims if c.owner == hook.owner and c.kind == hook.kind]
-        values = {c.value for c in own}
-        if len(values) != 1 or hook.value in values:
+        values = {_decimal(c.value) for c in own}
+        if len(values) != 1 or _decimal(hook.value) in values:
             continue  # the file states the hook's value too, or several: nothing plainly stale
         fresh = [c for c in own if not later(hook.date, c.date)]
         if fresh:

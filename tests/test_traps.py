@@ -1,0 +1,76 @@
+"""Adversarial precision (ADR 0009): memory folders full of traps that must yield no dispute, update or
+mark, beside the real disagreements that must still be found. Our own fixtures (tests/fixtures/traps/,
+`expected.json` names the real ones); `python -m bench.traps` scores the whole set."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES
+from ontology import queries
+from ontology.artifact import Channel
+from ontology.ingest import Ontology
+
+TRAPS = FIXTURES / "traps"
+EXPECTED = json.loads((TRAPS / "expected.json").read_text(encoding="utf-8"))
+DISPUTED = ("CONTESTED", "CONTRADICTORY")
+
+
+def _ingest(onto: Ontology, folder: str) -> None:
+    results = onto.ingest_paths(sorted((TRAPS / folder).glob("*.md")), Channel.CLI)
+    assert all(r.status.value == "new" for r in results), results
+
+
+def _disputed(onto: Ontology) -> list[str]:
+    with onto.reader() as conn:
+        return [a.text for a in queries.assertions(conn) if a.status in DISPUTED]
+
+
+def _updates(onto: Ontology) -> list[str]:
+    with onto.reader() as conn:
+        return [f"{u.rule}: {u.old_text} -> {u.newer_text}" for u in queries.updates(conn)]
+
+
+@pytest.mark.parametrize("folder", ["generic_keys", "alternatives", "templates", "questions", "quoted_errors",
+                                    "examples", "conditionals", "scoped_keys", "diary"])
+def test_a_generic_key_in_two_files_about_different_things_is_no_dispute(onto, folder):
+    """"Owner: dana" in the alpha service's file and "Owner: lee" in the beta service's, a template's
+    "Database: <db>", "Queue: RabbitMQ?", "Error: timeout" of two incidents, "Wrong: …" of two rules,
+    "Cache: disabled (on CI only)": each describes its own file's subject, a question or a condition."""
+    _ingest(onto, folder)
+    assert _disputed(onto) == []
+
+
+@pytest.mark.parametrize("folder", ["counts", "diary", "tables", "generic_keys", "units"])
+def test_a_value_in_another_scope_supersedes_nothing(onto, folder):
+    """A canary's replica count is not production's later count; a diary's days count different runs;
+    step 1.2 of one plan is not step 1.2 of another; 0.710 is 0.71."""
+    _ingest(onto, folder)
+    assert _updates(onto) == []
+
+
+def test_real_updates_are_still_found(onto):
+    _ingest(onto, "real")
+    updates = _updates(onto)
+    for wanted in EXPECTED["real"]["update"]:
+        assert any(wanted in text for text in updates), (wanted, updates)
+
+
+def test_a_specific_key_under_one_heading_still_disputes(onto):
+    _ingest(onto, "real")
+    disputed = _disputed(onto)
+    for wanted in EXPECTED["real"]["dispute"]:
+        assert any(wanted in text for text in disputed), (wanted, disputed)
+
+
+def test_the_trap_set_scores_clean():
+    """The whole set through the script a person reads (run as a process: tests never import bench)."""
+    root = Path(__file__).resolve().parent.parent
+    run = subprocess.run([sys.executable, "-m", "bench.traps", str(TRAPS), "--strict"], cwd=root,
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]

@@ -13,7 +13,7 @@ import enum
 from dataclasses import dataclass
 from typing import Iterable, Mapping
 
-from ontology.evidence import Verdict, verdict
+from ontology.evidence import SourceKind, Verdict, verdict
 
 
 class Term(enum.Enum):
@@ -37,12 +37,26 @@ class Held:
 Key = tuple[Term, object]  # (FOR/AGAINST/CROSS, assertion id) | (CLAIM, slot) | (ONLY, (slot, value))
 
 
-def terms(held: Iterable[Held]) -> set[Key]:
-    """The terms one source contributes through its current stances."""
+GENERIC_SLOT = "~"  # ontology.scope: a slot of a subject that names no specific thing
+
+
+def is_memory_kind(kind: str) -> bool:
+    """A source kind (`sources.kind`) of a memory file, any type: not a ledger, not a document."""
+    return kind not in (SourceKind.LEDGER.value, SourceKind.DOCUMENT.value)
+
+
+def implies(slot: str | None, memory: bool) -> bool:
+    """Does a source's value in this slot deny the slot's other values? Not a memory file's value of a
+    generic slot ("Owner: dana" describes that file's subject): ADR 0009, "Which slot … fills"."""
+    return slot is not None and not (memory and slot.startswith(GENERIC_SLOT))
+
+
+def terms(held: Iterable[Held], memory: bool = False) -> set[Key]:
+    """The terms one source contributes through its current stances (`memory`: it is a memory file)."""
     stances = list(held)
     claimed: dict[str, set[str | None]] = {}
     for h in stances:
-        if h.slot is not None and h.stance > 0:
+        if implies(h.slot, memory) and h.stance > 0:
             claimed.setdefault(h.slot, set()).add(h.value)
     out: set[Key] = set()
     for h in stances:
@@ -56,7 +70,7 @@ def terms(held: Iterable[Held]) -> set[Key]:
     return out
 
 
-def delta(before: Mapping[int, Held], after: Mapping[int, Held]) -> dict[Key, int]:
+def delta(before: Mapping[int, Held], after: Mapping[int, Held], memory: bool = False) -> dict[Key, int]:
     """+1 for each term the source gains, -1 for each it loses, moving from `before` to `after`.
 
     Only the slots whose stances differ are looked at, so the work is bounded by the source's own
@@ -66,7 +80,7 @@ def delta(before: Mapping[int, Held], after: Mapping[int, Held]) -> dict[Key, in
     slots = {h.slot for h in (*before.values(), *after.values()) if h.assertion in changed and h.slot}
     def relevant(side: Mapping[int, Held]) -> list[Held]:
         return [h for h in side.values() if h.assertion in changed or (h.slot is not None and h.slot in slots)]
-    old, new = terms(relevant(before)), terms(relevant(after))
+    old, new = terms(relevant(before), memory), terms(relevant(after), memory)
     return {**{key: -1 for key in old - new}, **{key: 1 for key in new - old}}
 
 

@@ -20,7 +20,7 @@ from ontology.claims import (BULLET_RE, MD_LINK_RE, NOT_CLAIMS, WIKILINK_RE, Lin
 from ontology.normalize import Proposition, clean_markup, fact_proposition, proposition
 from ontology.removals import IdentifierStance, identifier_stances
 from ontology.revisions import Revision, paired, revisions
-from ontology.scope import memory_slot
+from ontology.scope import scoped_slot
 from ontology.timeline import Fact, Marker, Status, facts as timed_facts, file_date, file_status, identifier_facts, \
     in_file, marker_of, row_fact, statement_date
 
@@ -293,6 +293,7 @@ def _statements(units: list[_Unit], fixed_concept: str | None, default: str) -> 
         if len(out) >= MAX_STATEMENTS:
             return _paired(out), True
         text, prop = parsed
+        prop = scoped_slot(prop, text, unit.section, fixed_concept is not None)  # rivals of one subject only
         identifiers = identifier_stances(text, prop.polarity)
         revised = revisions(text, identifiers)
         found = (unit.row,) if unit.row is not None else timed_facts(text, unit.date)
@@ -301,7 +302,6 @@ def _statements(units: list[_Unit], fixed_concept: str | None, default: str) -> 
         links = _current_links(unit.text, prop.polarity) if "[" in unit.text else ()
         when = statement_date(text) or unit.date
         if fixed_concept is not None:
-            prop = memory_slot(prop, text, unit.section, fixed_concept)  # rivals only across one subject
             out.append(Statement(text, prop, fixed_concept, identifiers=identifiers, revisions=revised, facts=found,
                                  links=links, date=when))
         else:

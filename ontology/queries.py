@@ -12,6 +12,7 @@ import sqlite3
 from dataclasses import asdict, dataclass, field
 from typing import Iterable
 
+from ontology.aggregate import implies, is_memory_kind
 from ontology.schema import in_chunks
 
 
@@ -92,7 +93,8 @@ def _evidence(conn: sqlite3.Connection, assertion_ids: list[int] | set[int]) -> 
     # Per slot, each source's positive claims in sibling order: (sibling id, value, row).
     claims: dict[str, list[tuple[int, str | None, tuple]]] = {}
     for slot, group in siblings.items():
-        claims[slot] = [(sib, value, row) for sib, value in group for row in stances.get(sib, ()) if row[4] == 1]
+        claims[slot] = [(sib, value, row) for sib, value in group for row in stances.get(sib, ())
+                        if row[4] == 1 and implies(slot, is_memory_kind(row[2]))]
     out: dict[int, dict[str, tuple]] = {}
     for aid in wanted:
         if aid not in members:

@@ -1,9 +1,9 @@
-"""Which slot a memory file's fact fills: rival values only where two files speak of one thing (ADR 0009).
+"""Which slot a fact fills: rival values only where two sources speak of one thing (ADR 0009).
 
-Invariant: precision first. A generic key in a topic file ("Owner: dana", "The test runner is Jest")
-describes that file's subject, so its slot is the file's own; only a key that names its subject
-(a code span, an inner capital, an acronym, a digit, `_./-`) competes across files, and then only
-under the same heading. Questions, placeholders and conditional values fill no slot. Pure, no I/O.
+Invariant: precision first. A question, a placeholder, a conditional value or an example's verdict
+fills no slot. A generic key in a topic file ("Owner: dana", "The test runner is Jest") describes that
+file's subject: its slot is marked generic, where a memory file's value denies no other (ontology.
+aggregate), while a ledger's still does. A specific key in a memory file is scoped by its heading.
 """
 
 from __future__ import annotations
@@ -11,7 +11,20 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from ontology.normalize import Proposition, content_key
+from ontology.aggregate import GENERIC_SLOT
+from ontology.normalize import Proposition, content_key, is_generic_subject
+from ontology.tokens import fold
+
+# Keys that introduce an example, a verdict on one or a quoted message, never a value of a slot.
+_VERDICT_KEY_RE = re.compile(
+    r"^\W*(?:wrong|right|bad|good|correct|incorrect|ok|not ok|example|e\.g|counter-?example|do|don't|dont|avoid|"
+    r"prefer|before|after|symptom|error|cause|fix|workaround|output|expected|actual|input|usage|command|message|"
+    r"log|trace|exception|warning|stderr|stdout|q|a|incorrecto|correcto|ejemplo|faux|vrai|exemple|falsch|richtig|"
+    r"beispiel|誤|正|错误|正确|例|오류|예)\W*$", re.IGNORECASE)
+# Labels that introduce rationale, not a scope ("**How to apply:**", "Key decisions:").
+_RHETORICAL_LABELS = frozenset(
+    "why|how to apply|key decisions|decisions|open threads|next steps|notes|context|summary|details|overview|"
+    "background|rationale|how|rule|rules|lesson|lessons|fix|root cause|impact|result|outcome|todo".split("|"))
 
 # "Queue: RabbitMQ?", "Does the app use GraphQL?": a question states no value.
 _QUESTION_RE = re.compile(r"[?？]\s*\)?\s*$")
@@ -23,7 +36,7 @@ _PLACEHOLDER_RE = re.compile(
 # without it today)", "yes when CI=true", "3 on CI, 0 locally".
 _CONDITION_RE = re.compile(
     r"\b(?:if|when|whenever|unless|except|only|locally|today|for now|temporarily|on ci|in ci|during|while|"
-    r"depending|per|otherwise|si|cuando|solo|sauf|quand|wenn|nur|falls)\b|場合|时|時|경우|만",
+    r"depending|per|otherwise|cuando|solo|sauf|quand|wenn|nur|falls)\b|場合|时|時|경우|만",
     re.IGNORECASE)
 # A subject that names its thing: a code span, camelCase or an inner capital, an acronym, a digit, `_./-`
 # inside a word, or a capitalised word that does not open the subject.
@@ -43,15 +56,19 @@ def specific(subject: str) -> bool:
     return _SPECIFIC_RE.search(subject) is not None
 
 
-def memory_slot(prop: Proposition, text: str, section: str | None, concept: str) -> Proposition:
-    """The proposition with the slot it fills when a memory file (`concept`) states it under `section`."""
+def scoped_slot(prop: Proposition, text: str, section: str | None, memory: bool) -> Proposition:
+    """The proposition with the slot it fills: none for a question, a placeholder, a conditional value or
+    an example's verdict; a generic subject's slot marked `~` (a memory file's value there implies no
+    denial: `GENERIC_SLOT`); a specific subject in a memory file is scoped by its heading."""
     if prop.slot is None:
         return prop
     cut = _cut(text)
     subject, value = text[:cut], text[cut:]
-    if _QUESTION_RE.search(text) or _PLACEHOLDER_RE.search(text) or _CONDITION_RE.search(value):
+    if _QUESTION_RE.search(text) or _PLACEHOLDER_RE.search(text) or _CONDITION_RE.search(value) \
+            or _VERDICT_KEY_RE.match(subject):
         return replace(prop, slot=None, value=None)
-    scope = content_key(section) if section else ""
     if not specific(subject):
-        scope = f"{concept}#{scope}"
-    return replace(prop, slot=f"{scope}/{prop.slot}") if scope else prop
+        return replace(prop, slot=GENERIC_SLOT + prop.slot)
+    if memory and section and not is_generic_subject(section) and fold(section) not in _RHETORICAL_LABELS:
+        return replace(prop, slot=f"{content_key(section)}/{prop.slot}")
+    return prop

@@ -550,8 +550,8 @@ class GraphWriter:
                 after.pop(assertion_id, None)
             else:
                 after[assertion_id] = Held(assertion_id, change[0], *place[assertion_id])
-        reliability = conn.execute("SELECT reliability FROM sources WHERE id=?", (source_id,)).fetchone()[0]
-        self._move_aggregates(aggregate.delta(before, after), weight_units(reliability))
+        reliability, kind = conn.execute("SELECT reliability, kind FROM sources WHERE id=?", (source_id,)).fetchone()
+        self._move_aggregates(aggregate.delta(before, after, memory=aggregate.is_memory_kind(kind)), weight_units(reliability))
 
         withdrawn = sorted(a for a, change in changes.items() if change is None and a in before)
         conn.executemany("DELETE FROM stances WHERE assertion_id=? AND source_id=?",

@@ -114,19 +114,20 @@ def test_stored_aggregates_equal_a_recount_after_every_step(plan):
 
 
 def test_a_withdrawn_rival_value_stops_denying_the_others(onto):
-    """One file moves from `database: mysql` to `database: postgres`: mysql loses its support and
-    postgres its implied denial from that file, in one delta each."""
+    """One file moves from `Orders DB: mysql` to `Orders DB: postgres`: mysql loses its support and
+    postgres its implied denial from that file, in one delta each. (A key that names its subject:
+    a bare "database" in a topic file is that file's own slot, ADR 0009.)"""
     def mem(name: str, when: int, body: str) -> bytes:
         return f"---\nname: {name}\ndescription: db\nmodified: 2026-04-0{when}T10:00:00Z\n---\n{body}\n".encode()
-    onto.ingest("a.md", mem("a", 1, "- database: postgres"), Channel.CLI)
-    onto.ingest("b.md", mem("b", 1, "- database: postgres"), Channel.CLI)
-    onto.ingest("c.md", mem("c", 1, "- database: mysql"), Channel.CLI)
+    onto.ingest("a.md", mem("a", 1, "- Orders DB: postgres"), Channel.CLI)
+    onto.ingest("b.md", mem("b", 1, "- Orders DB: postgres"), Channel.CLI)
+    onto.ingest("c.md", mem("c", 1, "- Orders DB: mysql"), Channel.CLI)
     with onto.reader() as conn:
         status = {a.text: a.status for a in queries.assertions(conn, with_sources=False)}
-    assert status == {"database: postgres": "CONTESTED", "database: mysql": "CONTESTED"}  # 2:1 and 1:2
-    onto.ingest("c.md", mem("c", 2, "- database: postgres"), Channel.CLI)
+    assert status == {"Orders DB: postgres": "CONTESTED", "Orders DB: mysql": "CONTESTED"}  # 2:1 and 1:2
+    onto.ingest("c.md", mem("c", 2, "- Orders DB: postgres"), Channel.CLI)
     with onto.reader() as conn:
         views = {a.text: a for a in queries.assertions(conn, with_sources=False)}
-    assert (views["database: postgres"].status, views["database: postgres"].n_against) == ("AFFIRMATIVE", 0)
-    assert (views["database: mysql"].status, views["database: mysql"].n_for) == ("CONTRADICTORY", 0)
+    assert (views["Orders DB: postgres"].status, views["Orders DB: postgres"].n_against) == ("AFFIRMATIVE", 0)
+    assert (views["Orders DB: mysql"].status, views["Orders DB: mysql"].n_for) == ("CONTRADICTORY", 0)
     assert_stored_equals_recount(onto.paths.database)

@@ -137,7 +137,7 @@ def test_a_rival_from_the_same_day_disputes_and_only_a_later_day_supersedes(tmp_
     """Files ingested together differ by moments of arrival; "supersedes" must mean a later day."""
     def memory_file(value: str, modified: str) -> str:
         return (f"---\nname: db-{value}\ndescription: the payment database\ntype: project\n"
-                f"modified: {modified}\n---\n\n- Payment database: {value}\n")
+                f"modified: {modified}\n---\n\n- Payment SQL database: {value}\n")  # a key naming its subject (ADR 0009)
 
     folder = tmp_path / "memory"
     folder.mkdir()

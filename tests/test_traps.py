@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES
+from conftest import FIXTURES, ledger, memory
 from ontology import queries
 from ontology.artifact import Channel
 from ontology.ingest import Ontology
@@ -74,3 +74,14 @@ def test_the_trap_set_scores_clean():
     run = subprocess.run([sys.executable, "-m", "bench.traps", str(TRAPS), "--strict"], cwd=root,
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+
+
+def test_a_session_ledger_still_disputes_a_memory_files_generic_value(onto):
+    """A topic file's "database: postgres" implies no denial of another topic file's value, but a
+    session's notes (the project as a whole) saying "database: mysql" still dispute it."""
+    onto.ingest("a.md", memory("a", "service a", "- database: postgres"), Channel.CLI)
+    onto.ingest("b.md", memory("b", "service b", "- database: sqlite"), Channel.CLI)
+    assert _disputed(onto) == []
+    onto.ingest("2026-04-03T0900Z_e001.md", ledger("s7", "- database: mysql", timestamp="2026-04-03T09:00:00Z"),
+                Channel.CLI)
+    assert set(_disputed(onto)) == {"database: postgres", "database: sqlite"}

@@ -300,13 +300,22 @@ def revisions(text: str, identifiers: tuple[tuple[str, IdentifierStance], ...] =
     if not removed and not _triggered(text) or _FUTURE.search(_mask_code(text)):  # a `bpm?` in code asks nothing
         return ()
     out: list[Revision] = []
+    # Someone else's words ("the vendor: \"we migrated from MySQL to Postgres\"") record no change of ours.
+    quotes = [q.span() for q in _PROSE_QUOTE.finditer(text)] if '"' in text or "“" in text or "«" in text else []
+    def quoted(m: re.Match[str]) -> bool:  # the change word itself (outside the values) is inside a quote
+        values = [m.span(g) for g in ("old", "new") if g in m.re.groupindex and m.group(g) is not None]
+        word = next((i for i in range(m.start(), m.end())
+                     if text[i].isalpha() and not any(a <= i < b for a, b in values)), m.start())
+        return any(a <= word < b for a, b in quotes)
     for pattern in _FROM_TO if _GATE_FROM_TO.search(text) else ():
         for m in pattern.finditer(text):
-            _add(out, RevisionRule.FROM_TO, m.group("old"), m.group("new"))
+            if not quoted(m):
+                _add(out, RevisionRule.FROM_TO, m.group("old"), m.group("new"))
     if not out and _GATE_FROM_TO.search(text):  # "changed from X" alone, when no "from X to Y" was read
         for pattern in _CHANGED_FROM_ONLY:
             for m in pattern.finditer(text):
-                _add(out, RevisionRule.FROM_TO, m.group("old"), "")
+                if not quoted(m):
+                    _add(out, RevisionRule.FROM_TO, m.group("old"), "")
     for m in _ARROW_RE.finditer(text):
         found = _arrow(text, m)
         if found is not None:
@@ -321,7 +330,8 @@ def revisions(text: str, identifiers: tuple[tuple[str, IdentifierStance], ...] =
         _add(out, RevisionRule.WAS, old, new)
     for pattern in _REPLACED if _GATE_REPLACED.search(text) else ():
         for m in pattern.finditer(text):
-            _add(out, RevisionRule.REPLACED, m.group("old"), m.group("new"))
+            if not quoted(m):
+                _add(out, RevisionRule.REPLACED, m.group("old"), m.group("new"))
     if _GATE_INSTEAD.search(text) and _CHANGE_CUE.search(text) and not _CONDITION.search(text):
         for pattern in _INSTEAD:
             for m in pattern.finditer(text):

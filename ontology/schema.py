@@ -12,7 +12,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TypeVar
 
-SCHEMA_VERSION = 17  # 2: lsh is WITHOUT ROWID; 3: 15x4 LSH bands; 4: subsets (exact short near-dups);
+SCHEMA_VERSION = 18  # 2: lsh is WITHOUT ROWID; 3: 15x4 LSH bands; 4: subsets (exact short near-dups);
 # 5: evidence aggregates kept by delta (ontology/aggregate.py); 6: trigram indexes for CJK search
 # 7: memory_files (newest text of each memory file and of the index, for the projection)
 # 8: source identities fold NFC/NFD and case of file names; 9: NFC only, case kept (layout.name_key)
@@ -25,6 +25,7 @@ SCHEMA_VERSION = 17  # 2: lsh is WITHOUT ROWID; 3: 15x4 LSH bands; 4: subsets (e
 #     history_withdrawn (stance_history's withdrawals by source, for the topic files' "no longer says")
 # 16: 7-8-token assertions filed under subsets too (exact near-duplicates up to 8 tokens; ADR 0004)
 # 17: word indexes keep combining marks in words and fold every diacritic (Hindi, Vietnamese; ADR 0008)
+# 18: generic and heading-scoped slots, numbered items per file (derived rows rebuilt; ADR 0009, session 6)
 # A writer holding the lock is normal (one artifact at a time); wait for it rather than fail.
 BUSY_TIMEOUT_MS = 30_000
 WAL_AUTOCHECKPOINT_PAGES = 16_384

@@ -85,3 +85,11 @@ def test_a_session_ledger_still_disputes_a_memory_files_generic_value(onto):
     onto.ingest("2026-04-03T0900Z_e001.md", ledger("s7", "- database: mysql", timestamp="2026-04-03T09:00:00Z"),
                 Channel.CLI)
     assert set(_disputed(onto)) == {"database: postgres", "database: sqlite"}
+
+
+def test_someone_elses_quoted_words_record_no_revision_of_ours():
+    from ontology.revisions import revisions
+    quoted = 'Quote from the vendor: "we migrated from MySQL to Postgres last year" (their system, not ours)'
+    assert revisions(quoted) == ()
+    assert revisions("We migrated the warehouse from MySQL to Postgres") != ()
+    assert revisions('The proxy notes said “the token was replaced by a session cookie”') == ()

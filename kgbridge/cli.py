@@ -119,8 +119,9 @@ def show(concept: Optional[str] = typer.Argument(None, help="A concept key; omit
                 print(json.dumps(data, default=str))
                 return
             console.print(f"[bold]{escape(data['key'])}[/bold] ({data['type']}) {escape(data['description'] or '')}")
-            items = queries.assertions(conn, concept=concept)
+            items = queries.assertions(conn, concept=concept, standing=True)  # ADR 0012: withdrawn ones apart
             console.print(_assertion_table(items, "assertions"))
+            _withdrawn_note(len(queries.assertions(conn, concept=concept, with_sources=False)) - len(items))
             for a in items:
                 for s in a.sources:
                     console.print(f"  #{a.id} {s.stance_word:>7} {s.source} v{s.version} {s.timestamp[:10]}"
@@ -134,13 +135,24 @@ def show(concept: Optional[str] = typer.Argument(None, help="A concept key; omit
                     console.print(f"  #{a['id']} updates: {u['old'] or '…'} → {u['new'] or '…'} ({u['rule']})",
                                   markup=False)
             return
-        items = queries.assertions(conn, status=status.value if status else None)
         if as_json:
+            items = queries.assertions(conn, status=status.value if status else None)
             print(json.dumps({"ontology": onto.slug, "counts": queries.counts(conn),
                               "assertions": [a.to_json() for a in items]}, default=str))
             return
-        console.print(_assertion_table(items, f"{onto.slug}: {len(items)} assertions"))
+        standing = queries.assertions(conn, status=status.value if status else None, standing=True)
+        console.print(_assertion_table(standing, f"{onto.slug}: {len(standing)} assertions"))
+        _withdrawn_note(len(queries.assertions(conn, status=status.value if status else None, with_sources=False))
+                        - len(standing))
         console.print(queries.counts(conn))
+
+
+def _withdrawn_note(n: int) -> None:
+    """Claims every source withdrew (a deleted file, a version that no longer states them) are history:
+    `kgbridge show CONCEPT --json` keeps them with their history (ADR 0012)."""
+    if n:
+        console.print(f"{n} withdrawn claim{'s' if n != 1 else ''} not listed (no source holds them now; "
+                      "their history is in `kgbridge show CONCEPT --json`)", markup=False)
 
 
 @app.command()

@@ -164,8 +164,11 @@ def _views(conn: sqlite3.Connection, rows: list[sqlite3.Row], with_sources: bool
 
 
 def assertions(conn: sqlite3.Connection, *, status: str | None = None, concept: str | None = None,
-               limit: int | None = None, with_sources: bool = True) -> list[AssertionView]:
+               limit: int | None = None, with_sources: bool = True, standing: bool = False) -> list[AssertionView]:
+    """Assertions in id order; `standing`: only those some source still holds (not every stance withdrawn)."""
     sql = f"SELECT {_ASSERTION_COLS} FROM assertions a JOIN concepts c ON c.id = a.concept_id WHERE 1=1"
+    if standing:
+        sql += f" AND a.{STANDING}"
     params: list[object] = []
     if status:
         sql += " AND a.status = ?"

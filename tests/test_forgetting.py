@@ -6,6 +6,7 @@ re-keys or restores, the projection follows, and a rebuild from the archive give
 from __future__ import annotations
 
 import json
+import os
 import re
 import sqlite3
 import subprocess
@@ -20,7 +21,7 @@ import pytest
 from conftest import graph_snapshot
 from support.bridge_env import BridgeEnv, drops, wait_for
 from support.fuse_helpers import requires_fuse, unmount
-from support.server_proc import ServerProcess
+from support.server_proc import KGBRIDGE, ServerProcess
 from ontology import queries
 from ontology.artifact import Channel
 from ontology.ingest import Ontology
@@ -617,3 +618,21 @@ def test_what_earlier_versions_no_longer_say_is_read_by_the_withdrawals_index(tm
     onto.close()
     assert "no longer says (since v2): “Workers restart every night”" in render_memory_topic(topic)
     assert "history_withdrawn" in plan and "SCAN h" not in plan, plan
+
+
+def test_kgbridge_show_lists_only_claims_some_source_still_holds(tmp_path: Path):
+    """A claim every source withdrew (here: the file's next version no longer states it) is history: the
+    table leaves it out and says how many it left out, instead of a row "0 for / 0 against"."""
+    def note(body: str, day: str) -> bytes:
+        return f"---\nname: cache\ndescription: the cache\ntype: project\nmodified: {day}\n---\n{body}\n".encode()
+
+    onto = Ontology(tmp_path / "K", "shop", create=True)
+    onto.ingest("project_cache.md", note("- Redis holds sessions\n- Memcached holds fragments", "2026-04-01"),
+                Channel.CLI)
+    onto.ingest("project_cache.md", note("- Redis holds sessions", "2026-04-02"), Channel.CLI)
+    onto.close()
+    for args in (["show"], ["show", "project-cache"]):
+        out = subprocess.run([*KGBRIDGE, *args, "--root", str(tmp_path / "K"), "--ontology", "shop"],
+                             capture_output=True, text=True, timeout=60, check=True, env={**os.environ, "COLUMNS": "200"})
+        assert "Redis holds sessions" in out.stdout, out.stdout
+        assert "Memcached" not in out.stdout and "1 withdrawn claim not listed" in out.stdout, out.stdout

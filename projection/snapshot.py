@@ -103,7 +103,8 @@ def memory_snapshot(conn: sqlite3.Connection, ontology: str, limit: int = MAX_LI
                   coalesce(sum(a.belief), 0), coalesce(sum(a.n_pos + a.n_neg > 0), 0),
                   coalesce(sum(a.status = 'AFFIRMATIVE'), 0), coalesce(sum(a.status = 'CONTESTED'), 0),
                   coalesce(sum(a.status = 'CONTRADICTORY'), 0),
-                  (SELECT a2.text FROM assertions a2 WHERE a2.concept_id = c.id ORDER BY a2.belief DESC, a2.id LIMIT 1),
+                  (SELECT a2.text FROM assertions a2 WHERE a2.concept_id = c.id AND a2.n_pos + a2.n_neg > 0
+                   ORDER BY a2.belief DESC, a2.id LIMIT 1),  -- a gist some source still states
                   count(a.id)
            FROM concepts c LEFT JOIN assertions a ON a.concept_id = c.id GROUP BY c.id""").fetchall()
     degree = {r[0]: r[1] for r in conn.execute(

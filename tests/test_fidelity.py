@@ -274,3 +274,6 @@ def test_a_memory_file_its_author_emptied_no_longer_shows_what_it_said(tmp_path)
     assert old_line not in fresh.read("MEMORY.md").decode()
     topic = fresh.read("release_train.md").decode()
     assert not topic.startswith("---") and "lilac" not in topic.split("<!-- kgbridge:", 1)[0]
+    # The generated index (MEMORY.md was emptied too) names the file, never what it no longer says.
+    index = fresh.read("MEMORY.md").decode()
+    assert "release_train.md" in index and "lilac" not in index and "in short" not in index, index

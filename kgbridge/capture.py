@@ -17,6 +17,7 @@ import sys
 import time
 from collections import namedtuple
 from pathlib import Path
+from typing import Callable
 
 from kgbridge import forgetting
 from kgbridge.bounded import StillChanging, TimedOut, call_bounded, detach, read_regular
@@ -158,6 +159,11 @@ def codex_memory_listing() -> tuple[list[Path], frozenset[str] | None] | None:
         None if notes is not None else frozenset({CODEX_SUMMARY})
 
 
+def _codex_file_there(name: str) -> bool:
+    root = codex_memories()
+    return (root / name).is_file() if name == CODEX_SUMMARY else (root / CODEX_NOTES / name).is_file()
+
+
 def read_artifact(path: Path, quiet_s: float = 0.0) -> bytes | None:
     """A memory file's bytes, or None (logged) for a FIFO, symlink, device, or one over the limit.
     With `quiet_s`, raises StillChanging for a file written moments ago (kgbridge.bounded)."""
@@ -174,20 +180,25 @@ def read_artifact(path: Path, quiet_s: float = 0.0) -> bytes | None:
 
 def forget_vanished(state: ProjectState, files: list[Path], delivered: Delivered, waiting: set[str],
                     folder: forgetting.Folder = forgetting.Folder.CLAUDE,
-                    answers_for: frozenset[str] | None = None) -> set[str]:
+                    answers_for: frozenset[str] | None = None,
+                    there: Callable[[str], bool] | None = None) -> set[str]:
     """Queue a tombstone for each memory file of `folder` delivered before and gone now, or a move
     when a new file carries its content (docs/adr/0012); remember what the folder holds. `files` says
     nothing of known names outside `answers_for` (a part of the folder that could not be listed).
     Returns the names not to send as memory files: those a move carries, and unchanged host copies of
     files deleted through the mount. An outbox that cannot be written leaves the memory of the folder
     as it was. The folder's state is read, changed and written under its lock (hooks change it too);
-    one held past LOCK_WAIT_S leaves forgetting to the next rescan."""
+    one held past LOCK_WAIT_S leaves forgetting to the next rescan. `there(name)` says whether a file
+    is in the folder now: under the lock, a known file the listing missed is looked for again, since a
+    hook may have written (and recorded) it between the listing and the lock."""
     present = {p.name: read_artifact(p) for p in files}  # None: there, but unreadable now
     readable = {name: data for name, data in present.items() if data is not None}
     prints = {name: forgetting.fingerprint(data) for name, data in readable.items()}
     try:
         with forgetting.held(state, folder, wait=forgetting.LOCK_WAIT_S) as known:
             if known is not None:
+                if there is not None:  # written since the listing: there, not vanished (read next rescan)
+                    present.update((name, None) for name in known.files if name not in present and there(name))
                 return _forget_vanished(state, known, present, readable, prints, delivered, waiting, answers_for)
     except OSError as exc:
         log(f"could not lock the memory folder's state ({exc.strerror or exc})")
@@ -282,7 +293,8 @@ def _rescan_round(project: Project, detection: Detection, harness: str) -> tuple
         if not projection_mounted(project.memory_dir):
             files = forgetting.listing(project.memory_dir)
             if files is not None and (detection.active or state.is_known()):
-                not_sent = forget_vanished(state, files, delivered, waiting)
+                not_sent = forget_vanished(state, files, delivered, waiting,
+                                           there=lambda name: (project.memory_dir / name).is_file())
                 files = [p for p in files if p.name not in not_sent]
             sources += [("memory", p) for p in files or ()]
         sources += [("ledger", p) for p in _memory_files(project.ledger_dir)]
@@ -291,7 +303,8 @@ def _rescan_round(project: Project, detection: Detection, harness: str) -> tuple
             codex = codex_memory_listing()
             if codex is not None and (detection.active or state.is_known()):
                 files, answers_for = codex
-                not_sent = forget_vanished(state, files, delivered, waiting, forgetting.Folder.CODEX, answers_for)
+                not_sent = forget_vanished(state, files, delivered, waiting, forgetting.Folder.CODEX, answers_for,
+                                           there=_codex_file_there)
                 sources += [("memory", p) for p in files if p.name not in not_sent]
             else:
                 sources += [("memory", p) for p in codex_memory_files()]

@@ -636,3 +636,25 @@ def test_kgbridge_show_lists_only_claims_some_source_still_holds(tmp_path: Path)
                              capture_output=True, text=True, timeout=60, check=True, env={**os.environ, "COLUMNS": "200"})
         assert "Redis holds sessions" in out.stdout, out.stdout
         assert "Memcached" not in out.stdout and "1 withdrawn claim not listed" in out.stdout, out.stdout
+
+
+def test_a_file_written_between_the_listing_and_the_lock_is_not_taken_for_vanished(tmp_path: Path):
+    """The rescan lists the folder, then takes the folder's lock; a hook that writes a new memory file in
+    between records it under the lock. The listing does not have it: it must not become a tombstone."""
+    from kgbridge import capture, forgetting
+    from kgbridge.state import ProjectState
+
+    state = ProjectState("shop", base=tmp_path / "state")
+    folder = tmp_path / "memory"
+    folder.mkdir()
+    (folder / "a.md").write_bytes(b"---\nname: a\ndescription: a\ntype: project\n---\n- A holds\n")
+    listed = forgetting.listing(folder)
+    late = b"---\nname: b\ndescription: b\ntype: project\n---\n- B holds\n"
+    (folder / "b.md").write_bytes(late)
+    capture.remember(state, {"b.md": late}, forgetting.Folder.CLAUDE)  # what the hook does
+    capture.forget_vanished(state, listed, state.delivered(), set(), there=lambda name: (folder / name).is_file())
+    assert not [i for i in state.outbox_items() if i.drop_name.startswith("tombstone.")], state.outbox_items()
+    (folder / "b.md").unlink()  # gone for real: the next rescan sends its tombstone
+    capture.forget_vanished(state, forgetting.listing(folder), state.delivered(), set(),
+                            there=lambda name: (folder / name).is_file())
+    assert [i.drop_name for i in state.outbox_items() if i.drop_name.startswith("tombstone.")], state.outbox_items()

@@ -13,19 +13,31 @@ from typing import Callable
 from kgbridge.project import resolve
 from ontology import server
 from ontology.backend import Backend
+from projection.render import FULL_INDEX_NAME, index_cut
 from projection.snapshot import MEMORY_NAME
 from projection.view import ProjectionView
 
 
-def projected_memory(backend: Backend) -> Callable[[str], str]:
-    """MEMORY.md as the projection renders it, one cached view per slug."""
+# Where a cut MEMORY.md sends its reader for the whole index: the mount's file, which an MCP or HTTP
+# client cannot open, becomes the way that client can ask for it (ADR 0005).
+SERVED_FULL_INDEX = "MCP kg_memory with full=true, or GET …/memory?full=1"
+
+
+def projected_memory(backend: Backend) -> Callable[..., str]:
+    """MEMORY.md as the projection renders it, one cached view per slug; `full`: the author's whole
+    index when MEMORY.md leaves entries of it out (else the same MEMORY.md)."""
     views: dict[str, ProjectionView] = {}
 
-    def render(slug: str) -> str:
+    def render(slug: str, full: bool = False) -> str:
         view = views.get(slug)
         if view is None:
             view = views[slug] = ProjectionView(backend.get(slug))
-        return (view.read(MEMORY_NAME) or b"").decode("utf-8")
+        memory = (view.read(MEMORY_NAME) or b"").decode("utf-8")
+        if full:
+            whole = view.read(FULL_INDEX_NAME)
+            return whole.decode("utf-8") if whole else memory
+        return memory.replace(f"your whole index: {FULL_INDEX_NAME}", f"your whole index: {SERVED_FULL_INDEX}") \
+            if index_cut(memory) else memory
     return render
 
 

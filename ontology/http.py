@@ -125,7 +125,7 @@ class Ingest:
         return 422 if result.status is Status.REJECTED else 200, {"ontology": checked, **result.to_json()}
 
 
-def routes(backend: Backend, health: Callable[[], dict[str, Any]], memory: Callable[[str], str] | None = None,
+def routes(backend: Backend, health: Callable[[], dict[str, Any]], memory: Callable[..., str] | None = None,
            pools: Pools | None = None) -> list[Route]:
     pools = pools or Pools()
     core = Ingest(backend, pools)
@@ -202,7 +202,10 @@ def routes(backend: Backend, health: Callable[[], dict[str, Any]], memory: Calla
     async def get_memory(request: Request) -> Response:
         checked = existing(request.path_params["slug"])
         assert memory is not None
-        text = await pools.read(memory, checked)
+        if request.query_params.get("full", "").lower() in ("1", "true", "yes"):  # the whole index (ADR 0005)
+            text = await pools.read(memory, checked, True)
+        else:
+            text = await pools.read(memory, checked)
         return Response(text, media_type="text/markdown; charset=utf-8")
 
     table = [

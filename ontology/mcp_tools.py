@@ -46,7 +46,7 @@ def told(fn: F) -> F:
 
 
 def build_mcp(backend: Backend, health: Callable[[], dict[str, Any]],
-              memory: Callable[[str], str] | None = None,
+              memory: Callable[..., str] | None = None,
               project_slug: Callable[[str], str] | None = None) -> MCPServer:
     mcp = MCPServer(name="kgbridge", instructions=INSTRUCTIONS, version=VERSION)
 
@@ -127,8 +127,10 @@ def build_mcp(backend: Backend, health: Callable[[], dict[str, Any]],
     if memory is not None:
         @mcp.tool()
         @told
-        def kg_memory(ontology: str | None = None, project_path: str | None = None) -> str:
-            """The projected MEMORY.md: ranked concepts, disputed assertions, where to read more."""
-            return memory(pick(ontology, project_path))
+        def kg_memory(ontology: str | None = None, project_path: str | None = None, full: bool = False) -> str:
+            """The projected MEMORY.md: ranked concepts, disputed assertions, where to read more. With
+            full=true, the author's whole index when MEMORY.md had to leave entries of it out."""
+            slug = pick(ontology, project_path)
+            return memory(slug, True) if full else memory(slug)
 
     return mcp

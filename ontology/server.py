@@ -79,7 +79,7 @@ class App:
 
 # What the layers above plug in (kgbridge.serve wires both): MEMORY.md of a slug as the projection
 # renders it, given the backend; and the slug of a project path, as the hooks resolve it.
-MemorySource = Callable[[Backend], Callable[[str], str]]
+MemorySource = Callable[[Backend], Callable[..., str]]  # (slug[, full]) -> text
 ProjectSlug = Callable[[str], str]
 
 

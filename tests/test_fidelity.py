@@ -277,3 +277,28 @@ def test_a_memory_file_its_author_emptied_no_longer_shows_what_it_said(tmp_path)
     # The generated index (MEMORY.md was emptied too) names the file, never what it no longer says.
     index = fresh.read("MEMORY.md").decode()
     assert "release_train.md" in index and "lilac" not in index and "in short" not in index, index
+
+
+def test_mcp_and_http_serve_the_whole_index_where_memory_md_cuts_it(root):
+    """A cut MEMORY.md names `MEMORY.full.md`, which only a mount serves: over HTTP (and MCP kg_memory)
+    the footer names the way that client can ask for it, and `?full=1` / full=true answers with the
+    author's whole index."""
+    from starlette.testclient import TestClient
+
+    from kgbridge.serve import SERVED_FULL_INDEX, projected_memory
+    from ontology.server import build_app
+
+    folder = root.parent / "memory"
+    folder.mkdir()
+    index = "# Index\n\n" + "".join(f"- [Note {i}](note_{i}.md) — hook number {i} of a long index\n" for i in range(260))
+    (folder / "MEMORY.md").write_text(index, encoding="utf-8")
+    onto = Ontology(root, "shop", create=True)
+    ingest_host_files(onto, folder)
+    onto.close()
+    (root / "ontology" / "shop" / "ingest").mkdir(parents=True, exist_ok=True)
+    app = build_app(root, watch=False, memory=projected_memory)
+    with TestClient(app.asgi, base_url="http://127.0.0.1") as client:
+        cut = client.get("/ontologies/shop/memory").text
+        whole = client.get("/ontologies/shop/memory", params={"full": "1"}).text
+    assert "Note 259" not in cut and "MEMORY.full.md" not in cut and SERVED_FULL_INDEX in cut.splitlines()[-1]
+    assert whole == index

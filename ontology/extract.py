@@ -343,6 +343,33 @@ def _memory(artifact: Artifact) -> Extraction:
     return Extraction((decl,), tuple(statements), tuple(_relations(key, artifact.body)), truncated, summary)
 
 
+_LEADING_LINK_RE = re.compile(r"^\s*[-*+]\s*\[[^\]]+\]\(")
+_SEGMENT_SEPARATORS = " ·•,;|/&+-\u2013\u2014:"
+
+
+def _more_links(line: str, first: int | None) -> list[Hook]:
+    """Hooks for the links of an index line past its first (`first`: where the first link's target ends,
+    that link already read whole), or for every link of a bullet that opens with one and links several
+    files (`first` None). Each file gets its own part of the line: its title and the words up to the next
+    link ("- [A](a.md) · [Runners](project_runners.md) — RunnerPool 4 workers": the count is the runners')."""
+    if not _LEADING_LINK_RE.match(line) or line.count("](") < 2:
+        return []
+    links = [(m, key) for m in MD_LINK_RE.finditer(line) if (key := _link_target_key(m.group(2)))]
+    if first is not None:
+        links = [(m, key) for m, key in links if m.start(2) > first]
+    elif len(links) < 2:
+        return []
+    found: list[Hook] = []
+    for i, (m, key) in enumerate(links):
+        end = links[i + 1][0].start() if i + 1 < len(links) else len(line)
+        hook = clean_markup(line[m.end():end]).strip(_SEGMENT_SEPARATORS)
+        title = clean_markup(m.group(1))
+        text = f"{title} — {hook}" if hook else title
+        found.append(Hook(key, text, file_status(text), marker_of(hook) or marker_of(title),
+                          in_file(timed_facts(text), key), revisions(text), line.strip()))
+    return found
+
+
 def _memory_index(artifact: Artifact) -> Extraction:
     """An index line annotates the file it links (the projection shows the index verbatim); it never
     declares a concept, so a file whose `name:` differs from its file name has no empty twin."""
@@ -360,6 +387,10 @@ def _memory_index(artifact: Artifact) -> Extraction:
             text = f"{clean_markup(match.group(1))} — {hook}" if hook else clean_markup(match.group(1))
             hooks.append(Hook(key, text, file_status(text), marker_of(hook) or marker_of(match.group(1)),
                               in_file(timed_facts(text), key), revisions(text), line.strip()))
+            hooks += _more_links(line, first=match.end(2))
+            open_unit = False
+        elif not fenced and (more := _more_links(line, first=None)):
+            hooks += more  # "- [A](a.md) · [B](b.md) — hook": each file its own part of the line
             open_unit = False
         elif fenced or not line.strip(">").strip() or line.lstrip().startswith(("#", "|")) or match:
             open_unit = False

@@ -93,3 +93,16 @@ def test_someone_elses_quoted_words_record_no_revision_of_ours():
     assert revisions(quoted) == ()
     assert revisions("We migrated the warehouse from MySQL to Postgres") != ()
     assert revisions('The proxy notes said “the token was replaced by a session cookie”') == ()
+
+
+def test_an_index_line_linking_two_files_is_read_for_each_of_them(onto):
+    """Index-line supersession read only a line's first link: "[Stack](…) · [Runners](…) — RunnerPool 4
+    workers" said nothing about the runners file, which says 6 now. Each link gets its own part of the line."""
+    onto.ingest("project_runners.md", memory("Runners", "CI runners", "- RunnerPool 6 workers serve the CI queue."),
+                Channel.CLI)
+    onto.ingest("project_stack.md", memory("Stack", "the stack", "- The app is a Django monolith."), Channel.CLI)
+    onto.ingest("MEMORY.md", b"# Memory\n\n- [Stack](project_stack.md) \xc2\xb7 [Runners](project_runners.md)"
+                             b" \xe2\x80\x94 RunnerPool 4 workers\n", Channel.CLI)
+    updates = _updates(onto)
+    assert any(u.startswith("supersede:index") and "RunnerPool 6 workers" in u for u in updates), updates
+    assert not any("Django" in u for u in updates), updates

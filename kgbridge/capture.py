@@ -17,7 +17,7 @@ import sys
 import time
 from collections import namedtuple
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 from kgbridge import forgetting
 from kgbridge.bounded import StillChanging, TimedOut, call_bounded, detach, read_regular

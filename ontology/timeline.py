@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Mapping
 
-from ontology.tokens import fold
+from ontology.tokens import Script, fold, script_counts
 
 
 class FactKind(enum.Enum):
@@ -206,7 +206,10 @@ _SENTENCE_RE = re.compile(r"(?<=[.!?;。！？；])\s+")
 # Plans and intentions say nothing about the current value.
 _FUTURE_RE = re.compile(
     r"\b(?:will|should|going to|plan(?:ned)? to|next (?:week|session|time)|later|someday|próxim[oa]|"
-    r"hasta que|until|when .* required|wird|werden|soll|prévu|sera)\b|予定|今後|예정|计划|計劃|打算",
+    r"hasta que|until|when .* required|wird|werden|soll|prévu|sera|"
+    # A condition or a goal is not the value either: "5 agents if the budget passes", "0.73 — target".
+    r"if|unless|target(?:ed|s)?|goal|aim(?:ing)? (?:at|for)|wenn|falls|jeśli|jeżeli|eğer|nếu|indien|qualora)\b"
+    r"|予定|今後|예정|计划|計劃|打算",
     re.IGNORECASE)  # characters after the item in which its own status must start
 
 
@@ -249,10 +252,22 @@ def facts(text: str, date: str | None = None) -> tuple[Fact, ...]:
     out: dict[tuple[str, FactKind], Fact] = {}
     when = statement_date(text) or date
     for sentence in _SENTENCE_RE.split(re.sub(r"[`*]", "", text)):
+        if _unreadable(sentence):
+            continue  # a plan or a condition in a language we have no words for looks like a value
         if not _FUTURE_RE.search(sentence):  # "upgrade to SDK 55 next week" is a plan, not a value
             for fact in _sentence_facts(sentence, when):
                 out.setdefault((fact.subject, fact.kind), fact)
     return tuple(out.values())
+
+
+def _unreadable(sentence: str) -> bool:
+    """Whether a sentence holds words of a script we have no plan or condition words for (Cyrillic,
+    Greek, Arabic, Hebrew, Indic, Thai …): "PollenFleet 5 agents, если бюджет утвердят" ("if the budget
+    is approved") must not say the index's "3 agents" is out of date."""
+    if sentence.isascii():
+        return False
+    counts = script_counts(sentence)
+    return counts.get(Script.OTHER, 0) + counts.get(Script.THAI, 0) >= 3  # not a unit: "16.2μs", "5 Ω"
 
 
 def _sentence_facts(plain: str, when: str | None) -> list[Fact]:

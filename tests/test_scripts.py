@@ -296,3 +296,24 @@ def test_two_names_of_one_product_are_one_value_not_rivals(tmp_path, one, other)
     """ "Banco: Postgres" in one note and "Banco: PostgreSQL" in another were a dispute."""
     onto, _ = ingest(tmp_path, {"a.md": note("alpha", f"- Banco: {one}\n"), "b.md": note("beta", f"- Banco: {other}\n")})
     assert disputed(onto) == [] and agreements(onto) == [f"Banco: {one}"]
+
+
+@pytest.mark.parametrize("said, marked", [
+    ("PollenFleet 5 agents, если бюджет утвердят.", False),  # "if the budget is approved" (Russian)
+    ("PollenFleet 5 agents if the budget passes.", False),
+    ("Best score: 0.7344 — цель на следующий квартал.", False),  # "the goal for next quarter"
+    ("Best score: 0.7344 is the target for May.", False),
+    ("PollenFleet 5 agents since the April rebalance.", True),
+    ("Kernel 16.2μs per call, PollenFleet 5 agents.", True),  # a unit's μ is no word of another language
+], ids=["ru-condition", "en-condition", "ru-goal", "en-target", "plain", "unit"])
+def test_a_plan_or_condition_in_any_language_never_marks_the_index_line_stale(tmp_path, said, marked):
+    """The index says "3 agents"; the file says "5 agents, if the budget is approved" in Russian, whose
+    condition words no rule knows: MEMORY.md, which the agent reads first, said the file "now says" 5."""
+    index = "- [Fleet](fleet.md) — PollenFleet 3 agents\n- [Scores](scores.md) — Best score: 0.7120\n"
+    name = "fleet.md" if "Fleet" in said else "scores.md"
+    files = {"MEMORY.md": index, "fleet.md": note("fleet", "- The fleet runs nightly.\n"),
+             "scores.md": note("scores", "- Scores come from the public board.\n")}
+    files[name] = note(name[:-3], f"- {said}\n")
+    _, view = ingest(tmp_path, files)
+    memory = view.read("MEMORY.md").decode()
+    assert (f"{name} now says" in memory) is marked, memory

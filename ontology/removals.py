@@ -68,6 +68,12 @@ _FUTURE = re.compile(
     r"\b(?:will|would|should|shall|must|to be|todo|plan|plans|planned|planning|need to|needs to|going to|"
     r"later|soon|next|pending|wird|werden|soll|sollte|geplant|später|será|serán|pendiente|sera|seront|prévu)\b"
     r"|予定|今後|예정|할 것|하자|计划|計劃|待|需|要删|将|準備|准备|打算|未来|以后|之后|TODO", re.IGNORECASE)
+# A routine ("`tmp/` is deleted after each run") or an undone removal ("deleted `x` by mistake, then
+# restored it") removes nothing for good (session 6, trap set).
+_NOT_FOR_GOOD = re.compile(
+    r"\b(?:each|every|whenever|always|automatically|routinely|by default|restored|recovered|re-?added|"
+    r"brought back|undeleted|reverted|rolled back|put back|jede[nrs]?|immer|cada|siempre|chaque|toujours|"
+    r"restaurad[oa]|restauré|wiederhergestellt)\b|每次|恢复|復元|毎回|복원|매번", re.IGNORECASE)
 # Any word about removing, in any form: a statement using one names nothing as in use.
 _REMOVAL_ANY = re.compile(
     r"\b(?:remov\w*|delet\w*|drop\w*|entfern\w*|lösch\w*|gelösch\w*|elimin\w*|borr\w*|supprim\w*|"
@@ -170,7 +176,7 @@ def identifier_stances(text: str, polarity: int) -> tuple[tuple[str, IdentifierS
         return ()
     lang = detect(text, [t for t, is_word in split_words(fold(text.replace("`", " "))) if is_word])
     out: dict[str, IdentifierStance] = {}
-    if not _FUTURE.search(text) and (polarity > 0 or _NEGATED_REMOVAL.search(text)):
+    if not _FUTURE.search(text) and not _NOT_FOR_GOOD.search(text) and (polarity > 0 or _NEGATED_REMOVAL.search(text)):
         for start, end, idents in _occurrences(text):
             if _removed_at(text, start, end, lang):
                 out.update(dict.fromkeys(idents, IdentifierStance.REMOVED))

@@ -388,12 +388,16 @@ def supersedes(newer: Fact, older: Fact, newer_date: str | None, older_date: str
 
 # A loud marker anywhere in the head ("plan 017 — SUPERSEDED by plan 018", "HISTORICAL — …"), or a
 # marker word of any case or script opening the text ("Obsolete: …", "【廃止】…", "[已废弃] …").
-_LOUD_MARKER_RE = re.compile(r"(?<![\w-])(?P<word>HISTORICAL|SUPERSEDED|OBSOLETE|DEPRECATED|OUTDATED)(?![\w-])")
+_LOUD_MARKER_RE = re.compile(r"(?<![\w-])(?P<word>HISTORICAL|SUPERSEDED|OBSOLETE|DEPRECATED|OUTDATED)(?![\w-])"
+                             r"(?=\s*(?:[:：.,;!()（）\[\]【】「」\-\u2013\u2014*_]|$)|\s+(?:by|in favou?r of|since)\b)")
 _OPENING_MARKER_RE = re.compile(
     r"^[\W_]{0,4}(?P<word>historical|superseded|obsolete|deprecated|outdated|no longer current|veraltet|überholt|"
     r"obsolet[oa]|obsolète|périmée?|desactualizad[oa]|廃止|已废弃|已廢棄|已过时|已過時|已作废|已作廢|폐기됨|폐기)"
     r"(?=\s*[:：\-\u2013\u2014(（)）\]】」]|\s+by\b|\s*$)", re.IGNORECASE)
 MARKER_HEAD_CHARS = 80
+# A loud marker opens the text or follows a dash, colon or bracket ("plan 017 — SUPERSEDED by …"); after a
+# word it is that word's predicate or adjective ("which ones are OBSOLETE", "DEPRECATED flags").
+_MARKER_LEAD_RE = re.compile(r"(?:^|[\-\u2013\u2014:：(（\[【|,;])[\s*_`]*$")
 _SUCCESSOR_RE = re.compile(r"\b(?:superseded|replaced|obsoleted)\s+by\s+(?P<by>[^;,.()（）\n\u2014]{2,60})", re.IGNORECASE)
 
 
@@ -402,7 +406,8 @@ def marker_of(text: str) -> tuple[Marker, str | None] | None:
     SUPERSEDED (by the successor named, when one is). Only a loud marker in the head or a marker word
     opening the text counts: "the contacts deprecation (폐기) phase" is about something else."""
     head = text.strip()[:MARKER_HEAD_CHARS]
-    m = _LOUD_MARKER_RE.search(head) or _OPENING_MARKER_RE.match(head)
+    loud = next((m for m in _LOUD_MARKER_RE.finditer(head) if _MARKER_LEAD_RE.search(head[:m.start()])), None)
+    m = loud or _OPENING_MARKER_RE.match(head)
     if m is None:
         return None
     if m.group("word").lower() == "historical":
@@ -411,9 +416,14 @@ def marker_of(text: str) -> tuple[Marker, str | None] | None:
     return Marker.SUPERSEDED, (successor.group("by").strip().rstrip("*_ ") if successor else None)
 
 
+# "All done except step 2.4", "done but for the UI": a summary with an exception states no one status.
+_EXCEPT_RE = re.compile(r"\b(?:except|but for|but not|apart from|other than|besides|save for|excepto|salvo|menos|"
+                        r"sauf|hormis|außer|bis auf|ausgenommen)\b|除了|以外|を除|제외|빼고", re.IGNORECASE)
+
+
 def file_status(*texts: str | None) -> Status | None:
     """The status a file's summary states (its description): one of pending and done, else None."""
-    found = {s for t in texts if t and (s := status_of(t)) is not None}
+    found = {s for t in texts if t and not _EXCEPT_RE.search(t) and (s := status_of(t)) is not None}
     return found.pop() if len(found) == 1 else None
 
 

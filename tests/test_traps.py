@@ -37,8 +37,8 @@ def _updates(onto: Ontology) -> list[str]:
 
 
 @pytest.mark.parametrize("folder", ["generic_keys", "alternatives", "templates", "questions", "quoted_errors",
-                                    "examples", "conditionals", "scoped_keys", "diary"])
-def test_a_generic_key_in_two_files_about_different_things_is_no_dispute(onto, folder):
+                                    "examples", "conditionals", "scoped_keys", "diary", "removals"])
+def test_a_trap_folder_yields_no_dispute(onto, folder):
     """"Owner: dana" in the alpha service's file and "Owner: lee" in the beta service's, a template's
     "Database: <db>", "Queue: RabbitMQ?", "Error: timeout" of two incidents, "Wrong: …" of two rules,
     "Cache: disabled (on CI only)": each describes its own file's subject, a question or a condition."""
@@ -46,10 +46,13 @@ def test_a_generic_key_in_two_files_about_different_things_is_no_dispute(onto, f
     assert _disputed(onto) == []
 
 
-@pytest.mark.parametrize("folder", ["counts", "diary", "tables", "generic_keys", "units"])
+@pytest.mark.parametrize("folder", ["counts", "diary", "tables", "generic_keys", "units", "removals", "markers",
+                                    "index_status"])
 def test_a_value_in_another_scope_supersedes_nothing(onto, folder):
     """A canary's replica count is not production's later count; a diary's days count different runs;
-    step 1.2 of one plan is not step 1.2 of another; 0.710 is 0.71."""
+    step 1.2 of one plan is not step 1.2 of another; 0.710 is 0.71; "`tmp/` is deleted after each run"
+    and "deleted `x` by mistake, then restored it" remove nothing; "How we handle DEPRECATED flags" marks
+    no file; "All done except step 2.4" does not say the index's "step 2.4 pending" is stale."""
     _ingest(onto, folder)
     assert _updates(onto) == []
 

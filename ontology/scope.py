@@ -59,7 +59,14 @@ def specific(subject: str) -> bool:
 def scoped_slot(prop: Proposition, text: str, section: str | None, memory: bool) -> Proposition:
     """The proposition with the slot it fills: none for a question, a placeholder, a conditional value or
     an example's verdict; a generic subject's slot marked `~` (a memory file's value there implies no
-    denial: `GENERIC_SLOT`); a specific subject in a memory file is scoped by its heading."""
+    denial: `GENERIC_SLOT`). In a memory file, a statement under a heading that names a scope ("## Staging",
+    "## macOS", not "## Why") is that scope's: its key (so "Auto-deploy is not enabled" under Production
+    denies nothing said under Staging; the same words still agree as near-duplicates) and a specific
+    subject's slot carry the heading."""
+    scope = content_key(section) if memory and section and not is_generic_subject(section) \
+        and fold(section) not in _RHETORICAL_LABELS else ""
+    if scope:
+        prop = replace(prop, key=f"{scope} / {prop.key}")
     if prop.slot is None:
         return prop
     cut = _cut(text)
@@ -69,6 +76,4 @@ def scoped_slot(prop: Proposition, text: str, section: str | None, memory: bool)
         return replace(prop, slot=None, value=None)
     if not specific(subject):
         return replace(prop, slot=GENERIC_SLOT + prop.slot)
-    if memory and section and not is_generic_subject(section) and fold(section) not in _RHETORICAL_LABELS:
-        return replace(prop, slot=f"{content_key(section)}/{prop.slot}")
-    return prop
+    return replace(prop, slot=f"{scope}/{prop.slot}") if scope else prop

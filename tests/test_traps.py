@@ -37,7 +37,8 @@ def _updates(onto: Ontology) -> list[str]:
 
 
 @pytest.mark.parametrize("folder", ["generic_keys", "alternatives", "templates", "questions", "quoted_errors",
-                                    "examples", "conditionals", "scoped_keys", "diary", "removals"])
+                                    "examples", "conditionals", "scoped_keys", "diary", "removals",
+                                    "heading_negation"])
 def test_a_trap_folder_yields_no_dispute(onto, folder):
     """"Owner: dana" in the alpha service's file and "Owner: lee" in the beta service's, a template's
     "Database: <db>", "Queue: RabbitMQ?", "Error: timeout" of two incidents, "Wrong: …" of two rules,
@@ -109,3 +110,14 @@ def test_an_index_line_linking_two_files_is_read_for_each_of_them(onto):
     updates = _updates(onto)
     assert any(u.startswith("supersede:index") and "RunnerPool 6 workers" in u for u in updates), updates
     assert not any("Django" in u for u in updates), updates
+
+
+def test_the_same_words_under_two_scope_headings_still_agree(onto):
+    """A heading that names a scope keeps a negation there from denying another scope's statement, but
+    two files saying the same thing under different headings still agree (near-duplicates)."""
+    onto.ingest("a.md", memory("a", "staging", "## Staging\n- Deploys run from the release branch."), Channel.CLI)
+    onto.ingest("b.md", memory("b", "production", "## Production\n- Deploys run from the release branch."),
+                Channel.CLI)
+    with onto.reader() as conn:
+        views = [a for a in queries.assertions(conn) if "release branch" in a.text]
+    assert len(views) == 1 and views[0].n_for == 2, views

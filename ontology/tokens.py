@@ -44,11 +44,12 @@ _PATH_CHARS = frozenset("/\\.")
 @functools.cache
 def mark_class(*, in_words: bool = True) -> str:
     """A regex character class of the combining marks (Mn, Mc; with `in_words` False also Me and every
-    variation selector, as SQLite's unicode61 `M*` category has them). Built on first use (~20 ms)."""
+    variation selector, as SQLite's unicode61 `M*` category has them). Built on first use (~25 ms)."""
     cats = ("Mn", "Mc") if in_words else ("Mn", "Mc", "Me")
-    marks = [cp for cp in range(0x300, min(sys.maxunicode, 0xE01EF) + 1)
-             if unicodedata.category(chr(cp)) in cats
-             and not (in_words and (0xFE00 <= cp <= 0xFE0F or cp > 0x1FFFF or _UNSPACED_RE.match(chr(cp))))]
+    marks = [cp for cp in range(0x300, 0x20000) if unicodedata.category(chr(cp)) in cats
+             and not (in_words and (0xFE00 <= cp <= 0xFE0F or _UNSPACED_RE.match(chr(cp))))]
+    if not in_words and sys.maxunicode >= 0xE01EF:
+        marks += range(0xE0100, 0xE01F0)  # the supplementary variation selectors (Mn)
     ranges, start = [], marks[0]
     for prev, cp in zip(marks, marks[1:] + [-1]):
         if cp != prev + 1:
@@ -59,21 +60,8 @@ def mark_class(*, in_words: bool = True) -> str:
 
 
 @functools.cache
-def _marked_pieces() -> tuple[re.Pattern[str], re.Pattern[str]]:
-    """(marks, pieces) for text with combining marks: Devanagari and the other Indic scripts write
-    vowels as marks (Mn/Mc) that `\\w` does not match, so "उपयोग" would fall apart into "उपय" and "ग".
-    Here a mark continues the word it follows; it never starts one, and variation selectors (an emoji's
-    U+FE0F) are not marks of a word."""
-    mark = mark_class()
-    word = rf"(?:[^\W{_UNSPACED}]|{mark})"
-    pieces = re.compile(
-        rf"(?P<run>[{_UNSPACED}]+)"
-        rf"|(?P<path>~?(?:{word}|[-.~])*[/\\](?:{word}|[-./\\~])*{word}|{_W}{word}*(?:[-.]{_W}{word}*)*"
-        r"\.[a-z][a-z0-9]{0,4}\b)"
-        r"|(?P<num>\d+(?:[.:/\-]\d+)+)"
-        rf"|(?P<word>{_W}{word}*(?:'{_W}{word}*)?)"
-        r"|(?P<eq>=)")
-    return re.compile(mark), pieces
+def _mark_run() -> re.Pattern[str]:
+    return re.compile(mark_class() + "+")
 
 
 class Script(enum.Enum):
@@ -109,15 +97,41 @@ def words(text: str) -> list[tuple[str, bool]]:
     bigrams (is_word False, so callers do not stem or drop them as stopwords)."""
     out: list[tuple[str, bool]] = []
     pieces = _PIECE_RE if not _PATH_CHARS.isdisjoint(text) else _PIECE_NO_PATH_RE
-    if not text.isascii():
-        marks, marked = _marked_pieces()
-        if marks.search(text):
-            pieces = marked
+    if not text.isascii() and _mark_run().search(text):
+        return _with_marks(text, pieces)
     for m in pieces.finditer(text):
         if m.lastgroup == "run":
             out.extend((gram, False) for gram in bigrams(m.group()))
         else:
             out.append((m.group(), True))
+    return out
+
+
+def _with_marks(text: str, pieces: re.Pattern[str]) -> list[tuple[str, bool]]:
+    """words() for text with combining marks: Devanagari and the other Indic scripts write vowels as
+    marks (Mn/Mc) that `\\w` does not match, so "उपयोग" came out as "उपय" and "ग". A mark continues the
+    word it follows (and joins it to the word piece right after it); it never starts a word, and a
+    variation selector (an emoji's U+FE0F) is no mark of a word. Linear: the same pieces, then a pass."""
+    marks = _mark_run()
+    out: list[tuple[str, bool]] = []
+    word_end = -1  # where the last word piece (with its marks) ended, -1 if the last piece was no word
+    for m in pieces.finditer(text):
+        start, end = m.span()
+        if m.lastgroup == "run":
+            out.extend((gram, False) for gram in bigrams(m.group()))
+            word_end = -1
+            continue
+        if m.lastgroup == "eq":
+            out.append((m.group(), True))
+            word_end = -1
+            continue
+        if (tail := marks.match(text, end)) is not None:
+            end = tail.end()
+        if word_end == start and out:  # "उपय" + "ो" + "ग": one word
+            out[-1] = (out[-1][0] + text[start:end], True)
+        else:
+            out.append((text[start:end], True))
+        word_end = end
     return out
 
 

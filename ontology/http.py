@@ -300,10 +300,10 @@ def _json_bytes(content: Any) -> bytes:
 class JsonIngest:
     """`POST /ingest` with a JSON body as a plain ASGI app in front of Starlette: the hot path (the
     bridge and MCP clients send one artifact per request) skips Starlette's two middlewares, its
-    router and its Request and Response objects, about a tenth of the event loop's work per POST
-    (ADR 0003). Same bounds and answers as the route it stands in for: the body limit, declared or
-    not; the error shape and statuses; a bug is logged and answered 500. Multipart uploads and every
-    other request go on to `app`. The Guard runs before this, as before every route."""
+    router and its Request and Response objects (ADR 0007, "Single POST path"). Same bounds and
+    answers as the route it stands in for: the body limit, declared or not; the error shape and
+    statuses; a bug is logged and answered 500. Multipart uploads and every other request go on to
+    `app`. The Guard runs before this, as before every route."""
 
     def __init__(self, app: ASGIApp, ingest: Ingest) -> None:
         self.app, self.ingest = app, ingest

@@ -12,7 +12,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TypeVar
 
-SCHEMA_VERSION = 18  # 2: lsh is WITHOUT ROWID; 3: 15x4 LSH bands; 4: subsets (exact short near-dups);
+SCHEMA_VERSION = 19  # 2: lsh is WITHOUT ROWID; 3: 15x4 LSH bands; 4: subsets (exact short near-dups);
 # 5: evidence aggregates kept by delta (ontology/aggregate.py); 6: trigram indexes for CJK search
 # 7: memory_files (newest text of each memory file and of the index, for the projection)
 # 8: source identities fold NFC/NFD and case of file names; 9: NFC only, case kept (layout.name_key)
@@ -26,6 +26,8 @@ SCHEMA_VERSION = 18  # 2: lsh is WITHOUT ROWID; 3: 15x4 LSH bands; 4: subsets (e
 # 16: 7-8-token assertions filed under subsets too (exact near-duplicates up to 8 tokens; ADR 0004)
 # 17: word indexes keep combining marks in words and fold every diacritic (Hindi, Vietnamese; ADR 0008)
 # 18: generic and heading-scoped slots, numbered items per file (derived rows rebuilt; ADR 0009, session 6)
+# 19: assertions split into assertion_rows (text) and verdicts (evidence, clustered by slot) behind the view
+#     `assertions` (ADR 0007, "Session 6")
 # A writer holding the lock is normal (one artifact at a time); wait for it rather than fail.
 BUSY_TIMEOUT_MS = 30_000
 WAL_AUTOCHECKPOINT_PAGES = 16_384
@@ -57,23 +59,37 @@ CREATE TABLE IF NOT EXISTS concepts(
   id INTEGER PRIMARY KEY, key TEXT UNIQUE NOT NULL, name TEXT NOT NULL, type TEXT NOT NULL,
   title TEXT, description TEXT, authoritative INTEGER NOT NULL DEFAULT 0,
   created_at TEXT NOT NULL, updated_at TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS assertions(
+-- An assertion's text and identity: written once (its owner and wording move only when a memory file
+-- re-anchors it). Its evidence lives in `verdicts`; readers use the view `assertions` (both joined).
+CREATE TABLE IF NOT EXISTS assertion_rows(
   id INTEGER PRIMARY KEY, concept_id INTEGER NOT NULL REFERENCES concepts(id), key TEXT UNIQUE NOT NULL,
-  text TEXT NOT NULL, polarity INTEGER NOT NULL, tokens TEXT NOT NULL, n_tokens INTEGER NOT NULL,
-  slot TEXT, value TEXT,
-  created_at TEXT NOT NULL, updated_at TEXT NOT NULL,
+  text TEXT NOT NULL, tokens TEXT NOT NULL, n_tokens INTEGER NOT NULL, slot TEXT, value TEXT,
+  created_at TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS assertions_concept ON assertion_rows(concept_id);
+CREATE INDEX IF NOT EXISTS assertions_slot ON assertion_rows(slot) WHERE slot IS NOT NULL;
+-- Each assertion's evidence: the aggregates kept by delta and the verdict computed from them (ADR 0002),
+-- clustered by slot ('' for none). A new claim of one value re-weighs every rival value of its slot
+-- (ADR 0002's O(k)); clustered, those k rows share a page or two instead of k pages of wide rows
+-- scattered over the whole id range (ADR 0007, "Session 6"). Weights in units of 2^-40
+-- (evidence.WEIGHT_UNITS_PER_1) and source counts of the direct stances for and against the
+-- proposition, and of the direct stances of sources that also fill this slot with another value.
+CREATE TABLE IF NOT EXISTS verdicts(
+  slot TEXT NOT NULL, assertion_id INTEGER NOT NULL, value TEXT, polarity INTEGER NOT NULL,
   status TEXT NOT NULL DEFAULT 'INSUFFICIENT_DATA', belief REAL NOT NULL DEFAULT 0,
   plausibility REAL NOT NULL DEFAULT 1, conflict REAL NOT NULL DEFAULT 0,
-  n_for INTEGER NOT NULL DEFAULT 0, n_against INTEGER NOT NULL DEFAULT 0,
-  -- Evidence aggregates relative to the proposition, kept by delta (ontology/aggregate.py): weights in
-  -- units of 2^-40 (evidence.WEIGHT_UNITS_PER_1) and source counts of the direct stances for and
-  -- against, and of the direct stances of sources that also fill this slot with another value.
+  n_for INTEGER NOT NULL DEFAULT 0, n_against INTEGER NOT NULL DEFAULT 0, updated_at TEXT NOT NULL,
   w_pos INTEGER NOT NULL DEFAULT 0, n_pos INTEGER NOT NULL DEFAULT 0,
   w_neg INTEGER NOT NULL DEFAULT 0, n_neg INTEGER NOT NULL DEFAULT 0,
-  w_cross INTEGER NOT NULL DEFAULT 0, n_cross INTEGER NOT NULL DEFAULT 0);
-CREATE INDEX IF NOT EXISTS assertions_concept ON assertions(concept_id);
-CREATE INDEX IF NOT EXISTS assertions_slot ON assertions(slot) WHERE slot IS NOT NULL;
-CREATE INDEX IF NOT EXISTS assertions_status ON assertions(status);
+  w_cross INTEGER NOT NULL DEFAULT 0, n_cross INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY(slot, assertion_id)) WITHOUT ROWID;
+CREATE UNIQUE INDEX IF NOT EXISTS verdicts_assertion ON verdicts(assertion_id);
+CREATE INDEX IF NOT EXISTS assertions_status ON verdicts(status);
+-- What readers see: one row per assertion with the columns of the single table it once was. A query
+-- that reads no evidence column skips the join (a LEFT JOIN on a unique key is omitted).
+CREATE VIEW IF NOT EXISTS assertions AS SELECT r.id, r.concept_id, r.key, r.text, v.polarity, r.tokens,
+  r.n_tokens, r.slot, r.value, r.created_at, v.updated_at, v.status, v.belief, v.plausibility, v.conflict,
+  v.n_for, v.n_against, v.w_pos, v.n_pos, v.w_neg, v.n_neg, v.w_cross, v.n_cross
+  FROM assertion_rows r LEFT JOIN verdicts v ON v.assertion_id = r.id;
 -- The key is the lookup: one B-tree, not a table plus an index (half the pages dirtied per insert).
 CREATE TABLE IF NOT EXISTS lsh(band INTEGER NOT NULL, hash INTEGER NOT NULL, assertion_id INTEGER NOT NULL,
   PRIMARY KEY(band, hash, assertion_id)) WITHOUT ROWID;

@@ -25,6 +25,7 @@ from ontology.evidence import RELIABILITY, SourceKind, weight_units
 from ontology.extract import ConceptDecl, Extraction, Statement
 from ontology.timeline import FILE_SUBJECT, Said
 from ontology.neardup import NearDuplicateIndex
+from ontology.schema import in_chunks
 
 # Which concept owns an assertion that several concepts state: a memory file over a document over a
 # ledger section, so a topic file shows what its own memory says.
@@ -361,9 +362,7 @@ class GraphWriter:
             if existing is None:
                 concept_id = next(r[4] for r in rows if r[1] < 0)
                 text = f"`{ident}` is in use"
-                assertion_id = conn.execute(
-                    "INSERT INTO assertions(concept_id, key, text, polarity, tokens, n_tokens, created_at, updated_at)"
-                    " VALUES(?,?,?,1,?,1,?,?)", (concept_id, key, text, ident, ts, ts)).lastrowid
+                assertion_id = self._insert_assertion(concept_id, key, text, 1, ident, 1, None, None, ts)
                 search.index_assertion(conn, assertion_id, text, replace=False)
             else:
                 assertion_id = existing[0]
@@ -504,15 +503,23 @@ class GraphWriter:
         row = conn.execute("SELECT id FROM assertions WHERE key=?", (prop.key,)).fetchone()
         assertion_id, keys = (row[0], None) if row is not None else self.near.find(prop)
         if assertion_id is None:
-            assertion_id = conn.execute(
-                "INSERT INTO assertions(concept_id, key, text, polarity, tokens, n_tokens, slot, value, created_at, updated_at)"
-                " VALUES(?,?,?,?,?,?,?,?,?,?)", (concept_id, prop.key, statement.text, prop.polarity,
-                                                 " ".join(sorted(prop.tokens)), len(prop.tokens), prop.slot,
-                                                 prop.value, ts, ts)).lastrowid
+            assertion_id = self._insert_assertion(concept_id, prop.key, statement.text, prop.polarity,
+                                                  " ".join(sorted(prop.tokens)), len(prop.tokens), prop.slot,
+                                                  prop.value, ts)
             self.near.add(assertion_id, keys)
             search.index_assertion(conn, assertion_id, statement.text, replace=False)
             return assertion_id
         self._maybe_move_owner(assertion_id, concept_id, statement)
+        return assertion_id
+
+    def _insert_assertion(self, concept_id: int, key: str, text: str, polarity: int, tokens: str, n_tokens: int,
+                          slot: str | None, value: str | None, ts: str) -> int:
+        """A new assertion: its text row, and its evidence row (no evidence yet) filed under its slot."""
+        assertion_id = self.conn.execute(
+            "INSERT INTO assertion_rows(concept_id, key, text, tokens, n_tokens, slot, value, created_at)"
+            " VALUES(?,?,?,?,?,?,?,?)", (concept_id, key, text, tokens, n_tokens, slot, value, ts)).lastrowid
+        self.conn.execute("INSERT INTO verdicts(slot, assertion_id, value, polarity, updated_at) VALUES(?,?,?,?,?)",
+                          (slot or "", assertion_id, value, polarity, ts))
         return assertion_id
 
     def _maybe_move_owner(self, assertion_id: int, concept_id: int, statement: Statement) -> None:
@@ -522,8 +529,10 @@ class GraphWriter:
                                   "WHERE a.id=?", (assertion_id,)).fetchone()[0]
         new_type = conn.execute("SELECT type FROM concepts WHERE id=?", (concept_id,)).fetchone()[0]
         if _owner_rank(new_type) > _owner_rank(owner_type):
-            conn.execute("UPDATE assertions SET concept_id=?, text=?, polarity=? WHERE id=?",
-                         (concept_id, statement.text, statement.proposition.polarity, assertion_id))
+            conn.execute("UPDATE assertion_rows SET concept_id=?, text=? WHERE id=?",
+                         (concept_id, statement.text, assertion_id))
+            conn.execute("UPDATE verdicts SET polarity=? WHERE assertion_id=?",
+                         (statement.proposition.polarity, assertion_id))
             search.index_assertion(conn, assertion_id, statement.text, replace=True)
 
     def _replace_stances(self, source_id: int, artifact_id: int, observed: dict[int, tuple[int, str]],
@@ -588,8 +597,8 @@ class GraphWriter:
                 raise AssertionError(f"unhandled term {term}")
         conn = self.conn
         conn.executemany(
-            "UPDATE assertions SET w_pos=w_pos+?, n_pos=n_pos+?, w_neg=w_neg+?, n_neg=n_neg+?, w_cross=w_cross+?, "
-            "n_cross=n_cross+? WHERE id=?",
+            "UPDATE verdicts SET w_pos=w_pos+?, n_pos=n_pos+?, w_neg=w_neg+?, n_neg=n_neg+?, w_cross=w_cross+?, "
+            "n_cross=n_cross+? WHERE assertion_id=?",
             [(p * units, p, n * units, n, c * units, c, aid) for aid, (p, n, c) in sorted(per_assertion.items())])
         conn.executemany("INSERT INTO slots(slot, w_claim, n_claim) VALUES(?,?,?) ON CONFLICT(slot) DO UPDATE "
                          "SET w_claim=w_claim+excluded.w_claim, n_claim=n_claim+excluded.n_claim", slots)
@@ -601,21 +610,21 @@ class GraphWriter:
 
     def _reweigh(self, assertion_ids: set[int], ts: str) -> None:
         """Recompute verdicts from the stored aggregates for changed assertions and every exclusive
-        alternative in their slots: O(assertions involved), never O(sources)."""
+        alternative in their slots: O(assertions involved), never O(sources). A slot's rows are
+        adjacent in `verdicts`, so its k alternatives are read and rewritten on a page or two."""
         conn = self.conn
         targets = set(assertion_ids)
-        if assertion_ids:
-            marks = ",".join("?" * len(assertion_ids))
+        for marks, chunk in in_chunks(sorted(assertion_ids)):
             targets.update(r[0] for r in conn.execute(
-                f"SELECT sib.id FROM assertions a JOIN assertions sib ON sib.slot = a.slot "
-                f"WHERE a.id IN ({marks}) AND a.slot IS NOT NULL", sorted(assertion_ids)))
+                f"SELECT sib.assertion_id FROM verdicts a JOIN verdicts sib ON sib.slot = a.slot "
+                f"WHERE a.assertion_id IN ({marks}) AND a.slot != ''", chunk))
         updates = []
-        for assertion_id, polarity, *stored in queries.aggregates(conn, sorted(targets)):
+        for slot, assertion_id, polarity, *stored in queries.aggregates(conn, targets, with_slot=True):
             verdict = aggregate.weigh_stored(polarity, *stored)
             updates.append((verdict.label.value, verdict.belief, verdict.plausibility, verdict.conflict,
-                            verdict.n_for, verdict.n_against, ts, assertion_id))
-        conn.executemany("UPDATE assertions SET status=?, belief=?, plausibility=?, conflict=?, n_for=?, "
-                         "n_against=?, updated_at=max(updated_at, ?) WHERE id=?", updates)
+                            verdict.n_for, verdict.n_against, ts, slot, assertion_id))
+        conn.executemany("UPDATE verdicts SET status=?, belief=?, plausibility=?, conflict=?, n_for=?, "
+                         "n_against=?, updated_at=max(updated_at, ?) WHERE slot=? AND assertion_id=?", updates)
 
 
 def _timed_rows(source_id: int, extraction: Extraction, statement_ids: list[int],

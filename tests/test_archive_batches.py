@@ -255,7 +255,7 @@ def test_a_graph_from_another_schema_version_is_rebuilt_from_the_archive(root):
     before = graph_snapshot(onto.paths.database)
     conn = sqlite3.connect(onto.paths.database)
     conn.execute("UPDATE meta SET value='3' WHERE key='schema_version'")
-    conn.execute("DELETE FROM assertions")  # an older graph that would read differently
+    conn.execute("DELETE FROM assertion_rows")  # an older graph that would read differently
     conn.commit()
     conn.close()
     again = Ontology(root, "shop")

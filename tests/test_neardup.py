@@ -52,9 +52,9 @@ def _store(conn, index: NearDuplicateIndex, tokens: frozenset[str]) -> int:
                  "VALUES(1, 'c', 'c', 'memory', '', '')")
     prop = _prop(tokens)
     _, keys = index.find(prop)
-    aid = conn.execute("INSERT INTO assertions(concept_id, key, text, polarity, tokens, n_tokens, created_at,"
-                       " updated_at) VALUES(1,?,?,1,?,?,'','')",
-                       (prop.key, prop.key, " ".join(sorted(tokens)), len(tokens))).lastrowid
+    aid = conn.execute("INSERT INTO assertion_rows(concept_id, key, text, tokens, n_tokens, created_at)"
+                       " VALUES(1,?,?,?,?,'')", (prop.key, prop.key, " ".join(sorted(tokens)), len(tokens))).lastrowid
+    conn.execute("INSERT INTO verdicts(slot, assertion_id, polarity, updated_at) VALUES('',?,1,'')", (aid,))
     index.add(aid, keys)
     return aid
 

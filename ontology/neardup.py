@@ -34,6 +34,12 @@ MIN_NEAR_DUPLICATE_TOKENS = 3  # shorter statements match only exactly: too litt
 # use LSH. J >= t forces |A & B| >= ceil(t * max(|A|, |B|)), and that is <= 6 up to 8 tokens.
 SUBSET_MAX_SIZE = 6
 ROWS_PER_KEY = 20  # rows read per key (oldest first): bounds a lookup when a key is crowded
+# New keys go to the small table `subsets_recent`, which joins `subsets` in one pass in key order once it
+# holds this many rows (`settle`, before a commit). Filed straight into `subsets`, a batch's ~7,000
+# random keys dirtied most of its leaf pages at every commit (2,651 of a batch's 6,565 WAL pages at 30k
+# Zipf artifacts), and the checkpoint copied them back; the small table stays a few hundred pages, and
+# the big one is rewritten once per ~9 batches instead of at each (ADR 0007, "Session 6").
+RECENT_ROWS = 65_536
 # Candidate token sets kept in memory (~600 bytes each, so <= ~40 MiB): a Zipf vocabulary makes the same
 # assertions candidates again and again, and fetching them was a third of the near-duplicate cost.
 CACHE_SIZE = 65_536
@@ -77,10 +83,15 @@ class IndexKeys:
 
 @lru_cache(maxsize=128)
 def _lookup_sql(n_subsets: int, n_bands: int) -> str:
-    """One row, one column per key: that key's first ROWS_PER_KEY assertion ids, comma-joined."""
+    """One row, one column per key: that key's first ROWS_PER_KEY assertion ids, comma-joined. A
+    subset key's rows are those of both its tables (the oldest ROWS_PER_KEY of their union)."""
     column = "(SELECT group_concat(assertion_id) FROM (SELECT assertion_id FROM {} LIMIT %d))" % ROWS_PER_KEY
-    return "SELECT " + ", ".join([column.format("subsets WHERE key=?")] * n_subsets
-                                 + [column.format("lsh WHERE band=? AND hash=?")] * n_bands)
+    subset = ("(SELECT assertion_id FROM subsets WHERE key=?%(k)d LIMIT %(n)d) UNION ALL "
+              "SELECT * FROM (SELECT assertion_id FROM subsets_recent WHERE key=?%(k)d LIMIT %(n)d) "
+              "ORDER BY assertion_id")
+    return "SELECT " + ", ".join([column.format(subset % {"k": k + 1, "n": ROWS_PER_KEY}) for k in range(n_subsets)]
+                                 + [column.format(f"lsh WHERE band=?{n_subsets + 2 * b + 1} AND "
+                                                  f"hash=?{n_subsets + 2 * b + 2}") for b in range(n_bands)])
 
 
 class NearDuplicateIndex:
@@ -91,9 +102,22 @@ class NearDuplicateIndex:
         # assertion id -> (tokens, slot, value). These columns never change once written, and ids are
         # never reused except after a rollback, which must call `forget`.
         self._cache: dict[int, tuple[frozenset[str], str | None, str | None, int]] = {}
+        self._recent: int | None = None  # rows in subsets_recent; None: count them at the next `settle`
 
     def forget(self) -> None:
         self._cache.clear()
+        self._recent = None  # a rollback took back rows this count included
+
+    def settle(self) -> None:
+        """Before a commit: once subsets_recent holds RECENT_ROWS rows, move them all into subsets, in
+        key order (one pass over its leaves), and empty it."""
+        if self._recent is None:
+            self._recent = self.conn.execute("SELECT count(*) FROM subsets_recent").fetchone()[0]
+        if self._recent < RECENT_ROWS:
+            return
+        self.conn.execute("INSERT INTO subsets(key, assertion_id) SELECT key, assertion_id FROM subsets_recent")
+        self.conn.execute("DELETE FROM subsets_recent")
+        self._recent = 0
 
     def find(self, prop: Proposition) -> tuple[int | None, IndexKeys]:
         """The assertion `prop` restates, if any (best Jaccard, then lowest id), and the keys to file
@@ -113,8 +137,10 @@ class NearDuplicateIndex:
         return self._best(prop, ids), keys
 
     def add(self, assertion_id: int, keys: IndexKeys) -> None:
-        self.conn.executemany("INSERT OR IGNORE INTO subsets(key, assertion_id) VALUES(?,?)",
+        self.conn.executemany("INSERT OR IGNORE INTO subsets_recent(key, assertion_id) VALUES(?,?)",
                               [(k, assertion_id) for k in keys.subsets])
+        if self._recent is not None:
+            self._recent += len(keys.subsets)
         self.conn.executemany("INSERT OR IGNORE INTO lsh(band, hash, assertion_id) VALUES(?,?,?)",
                               [(b, h, assertion_id) for b, h in keys.bands])
 

@@ -93,8 +93,11 @@ CREATE VIEW IF NOT EXISTS assertions AS SELECT r.id, r.concept_id, r.key, r.text
 -- The key is the lookup: one B-tree, not a table plus an index (half the pages dirtied per insert).
 CREATE TABLE IF NOT EXISTS lsh(band INTEGER NOT NULL, hash INTEGER NOT NULL, assertion_id INTEGER NOT NULL,
   PRIMARY KEY(band, hash, assertion_id)) WITHOUT ROWID;
--- Deletion-neighbourhood keys of short assertions (ontology/neardup.py).
+-- Deletion-neighbourhood keys of short assertions (ontology/neardup.py): the newest in subsets_recent
+-- until it is full, then all in subsets (a key's rows are those of both tables).
 CREATE TABLE IF NOT EXISTS subsets(key INTEGER NOT NULL, assertion_id INTEGER NOT NULL,
+  PRIMARY KEY(key, assertion_id)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS subsets_recent(key INTEGER NOT NULL, assertion_id INTEGER NOT NULL,
   PRIMARY KEY(key, assertion_id)) WITHOUT ROWID;
 -- Current stance of each source on each assertion, as the source stated it (+1 / -1 relative to the
 -- polarity-free proposition key). One row per source: versions of one artifact are one source.

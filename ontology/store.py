@@ -104,6 +104,7 @@ class GraphWriter:
         self.conn.execute("BEGIN IMMEDIATE")
         try:
             yield
+            self.near.settle()
         except BaseException:
             self.near.forget()  # rolled-back ids may be handed out again
             if self.conn.in_transaction:

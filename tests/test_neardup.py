@@ -9,6 +9,7 @@ import itertools
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ontology import neardup
 from ontology.neardup import (EXACT_MAX_TOKENS, LSH_MIN_TOKENS, MIN_NEAR_DUPLICATE_TOKENS, NEAR_DUPLICATE_JACCARD,
                               ROWS_PER_KEY, NearDuplicateIndex)
 from ontology.normalize import Proposition
@@ -34,12 +35,19 @@ def _brute_force(stored: list[tuple[int, frozenset[str]]], probe: frozenset[str]
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.lists(_short, max_size=19), st.lists(_probe, min_size=1, max_size=10))
-def test_short_statements_are_found_exactly_as_brute_force_finds_them(tmp_path, stored_sets, probes):
+@given(st.lists(_short, max_size=19), st.lists(_probe, min_size=1, max_size=10), st.sampled_from([1, 20, 10**9]))
+def test_short_statements_are_found_exactly_as_brute_force_finds_them(tmp_path, monkeypatch, stored_sets, probes,
+                                                                      recent_rows):
+    """Whether a stored statement's keys still wait in subsets_recent or have moved to subsets (`settle`
+    after each, moving every row, some, or none) changes nothing that is found."""
+    monkeypatch.setattr(neardup, "RECENT_ROWS", recent_rows)
     conn = connect(tmp_path / f"g{next(_ids)}.db")
     try:
         index = NearDuplicateIndex(conn)
-        stored = [(_store(conn, index, tokens), tokens) for tokens in stored_sets]
+        stored = []
+        for tokens in stored_sets:
+            stored.append((_store(conn, index, tokens), tokens))
+            index.settle()
         for probe in probes:
             assert index.find(_prop(probe))[0] == _brute_force(stored, probe), probe
     finally:
@@ -59,11 +67,12 @@ def _store(conn, index: NearDuplicateIndex, tokens: frozenset[str]) -> int:
     return aid
 
 
-def test_a_short_statement_reads_no_lsh_band_and_a_bounded_number_of_rows(tmp_path):
+def test_a_short_statement_reads_no_lsh_band_and_a_bounded_number_of_rows(tmp_path, monkeypatch):
     """Cost, counted in rows rather than time: 200 stored statements share every key of the probe,
     yet its lookup reads at most ROWS_PER_KEY ids per key, and never the LSH table (only statements
     of LSH_MIN_TOKENS or more can restate one held there). The 8-token statement stored below is
     still found by a 6-token one, exactly, through the subset they share."""
+    monkeypatch.setattr(neardup, "RECENT_ROWS", 500)
     conn = connect(tmp_path / "g.db")
     try:
         index = NearDuplicateIndex(conn)
@@ -71,6 +80,9 @@ def test_a_short_statement_reads_no_lsh_band_and_a_bounded_number_of_rows(tmp_pa
         long_one = _store(conn, index, frozenset(words + ["foxtrot", "golf", "hotel"]))
         for i in range(200):  # each shares all 5 words with the probe, so every key of it is crowded
             _store(conn, index, frozenset(words + [f"x{i}"]))
+            index.settle()  # the oldest rows move to subsets, the newest wait in subsets_recent
+        assert conn.execute("SELECT count(*) FROM subsets").fetchone()[0] > 0
+        assert conn.execute("SELECT count(*) FROM subsets_recent").fetchone()[0] > 0
         assert conn.execute("SELECT count(*) FROM lsh").fetchone()[0] == 15  # the 8-token one only
         statements: list[str] = []
         conn.set_trace_callback(statements.append)

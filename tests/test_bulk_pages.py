@@ -1,0 +1,111 @@
+"""Bulk ingest's cost in pages, not time: what one commit writes to the WAL, table by table (the WAL's
+frame headers, mapped to tables with SQLite's dbstat). A slot's rival values are re-weighed on a page or
+two however far apart their assertions were created, and new near-duplicate keys go to the small
+`subsets_recent` until it is full, then join `subsets` in one pass (ADR 0007, "Session 6")."""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+import struct
+from collections import Counter
+from pathlib import Path
+
+from conftest import ledger, memory
+from ontology import neardup
+from ontology.artifact import Channel
+from ontology.ingest import Ontology
+
+_rng = random.Random(5)
+_LETTERS = "bcdfghjklmnpqrstvwxz"
+
+
+def _word() -> str:
+    return "".join(_rng.choice(_LETTERS) + _rng.choice("aeiou") for _ in range(4))
+
+
+def _filler(n: int) -> list[str]:
+    """Statements of distinct made-up words: each a new assertion, none a near-duplicate of another."""
+    return [f"{_word()} {_word()} {_word()} {_word()}" for _ in range(n)]
+
+
+def _pages_written(database: Path) -> Counter[str]:
+    """Distinct pages in the WAL, by the table or index that owns them."""
+    wal = Path(f"{database}-wal").read_bytes()
+    page_size = struct.unpack(">I", wal[8:12])[0]
+    pages = {struct.unpack(">I", wal[offset:offset + 4])[0] for offset in range(32, len(wal) - 23, 24 + page_size)}
+    conn = sqlite3.connect(database)
+    try:
+        owner = dict(conn.execute("SELECT pageno, name FROM dbstat"))
+    finally:
+        conn.close()
+    return Counter(owner.get(page, "?") for page in pages)
+
+
+def _checkpoint(database: Path) -> None:
+    conn = sqlite3.connect(database)
+    try:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        conn.close()
+
+
+def test_a_new_value_re_weighs_its_rivals_on_a_page_or_two(root):
+    """40 values of one slot, each created among 25 other new assertions (about 40 pages of assertions
+    apart): a 41st value re-weighs all 40 (each gains an implied denial), and that rewrites only a
+    few pages of evidence. Stored beside each assertion's text, it was a page per rival."""
+    onto = Ontology(root, "shop", create=True)
+    entries = [(f"2026-04-05T1445Z_e{i:03d}.md",
+                ledger(f"s{i}", "Key decisions:\n" + "\n".join(f"- {s}" for s in _filler(25) + [f"colour: {_word()}"])),
+                Channel.CLI) for i in range(40)]
+    onto.ingest_many(entries)
+    onto.close()
+    database = onto.paths.database
+    _checkpoint(database)
+    again = Ontology(root, "shop")
+    again.ingest("2026-04-05T1445Z_e999.md", ledger("s999", f"Key decisions:\n- colour: {_word()}"), Channel.CLI)
+    written = _pages_written(database)  # before close, whose checkpoint empties the WAL
+    again.close()
+    conn = sqlite3.connect(database)
+    try:
+        rivals = conn.execute("SELECT count(*), min(n_against), max(id) - min(id) FROM assertions "
+                              "WHERE slot = (SELECT slot FROM assertions WHERE slot IS NOT NULL LIMIT 1)").fetchone()
+    finally:
+        conn.close()
+    assert rivals[0] == 41 and rivals[1] >= 1 and rivals[2] > 40 * 25, rivals  # all re-weighed, far apart
+    assert written["verdicts"] <= 4, written  # the group (~4 KiB) and a split it may cause
+    assert written["assertion_rows"] <= 1, written  # the new value's own row; no rival's text is rewritten
+
+
+def test_new_near_duplicate_keys_wait_in_a_small_table_then_join_the_big_one_in_one_pass(root, monkeypatch):
+    """Keys of new assertions go to subsets_recent, so a commit writes no page of subsets; once the
+    small table holds RECENT_ROWS rows, a commit moves them all, and a restatement of an early claim
+    is still found through the keys that moved."""
+    onto = Ontology(root, "shop", create=True)
+    onto.ingest_many((f"note-{i}.md", memory(f"note-{i}", f"{_word()} {_word()} {_word()} {_word()} {_word()}",
+                                             "\n".join(f"- {s}" for s in _filler(4))), Channel.CLI) for i in range(60))
+    database = onto.paths.database
+    with onto.reader() as conn:
+        first = conn.execute("SELECT text FROM assertions WHERE n_tokens = 5 ORDER BY id LIMIT 1").fetchone()[0]
+        assert conn.execute("SELECT count(*) FROM subsets").fetchone()[0] == 0
+        recent = conn.execute("SELECT count(*) FROM subsets_recent").fetchone()[0]
+    assert recent >= 60 * 6
+    onto.close()
+    _checkpoint(database)
+    again = Ontology(root, "shop")
+    again.ingest("note-x.md", memory("note-x", f"{_word()} {_word()} {_word()} {_word()} {_word()}"), Channel.CLI)
+    assert _pages_written(database)["subsets"] == 0
+    monkeypatch.setattr(neardup, "RECENT_ROWS", recent)  # full now: the next commit moves them
+    again.ingest("note-y.md", memory("note-y", f"{_word()} {_word()} {_word()} {_word()} {_word()}"), Channel.CLI)
+    with again.reader() as conn:
+        assert conn.execute("SELECT count(*) FROM subsets_recent").fetchone()[0] == 0
+        assert conn.execute("SELECT count(*) FROM subsets").fetchone()[0] == recent + 2 * 6
+        before = conn.execute("SELECT count(*) FROM assertions").fetchone()[0]
+    # Four of its five words: J = 4/5, a restatement of the first claim, found under a key that moved.
+    restated = " ".join(first.split()[:4])
+    again.ingest("note-z.md", memory("note-z", restated), Channel.CLI)
+    with again.reader() as conn:
+        assert conn.execute("SELECT count(*) FROM assertions").fetchone()[0] == before
+        assert conn.execute("SELECT count(*) FROM stances st JOIN assertions a ON a.id = st.assertion_id "
+                            "WHERE a.text = ?", (first,)).fetchone()[0] == 2
+    again.close()

@@ -22,6 +22,10 @@ from ontology.language import NEGATION_CUE
 from ontology.normalize import Proposition, numbers, rival, value_marks
 from ontology.schema import in_chunks
 
+# Words that state a value of a switch: two wordings differing by one of them state two values.
+_SWITCHES = frozenset("on off true false enabled disabled enable disable active inactive required optional "
+                      "allowed forbidden public private sync async".split())
+
 # Jaccard over stemmed content tokens at or above which two wordings are one proposition. 0.7 merges
 # rewordings that add or drop one content word in four ("hit the real database in tests" / "tests
 # hit a real database"), and keeps apart ones that swap a content word ("unit" vs "integration").
@@ -172,6 +176,8 @@ class NearDuplicateIndex:
                 continue  # "185 tests green" and "257 tests green" are two claims
             if (NEGATION_CUE in cache[cid][0]) != (NEGATION_CUE in mine):
                 continue  # "Không dùng Redis …" is not "Dùng Redis …" (a negation we cannot read)
+            if (cache[cid][0] ^ mine) & _SWITCHES:
+                continue  # "Debug logging is off" is not "Debug logging is on" ("on" is a stopword)
             if (theirs := value_marks(cache[cid][0])) and (ours := value_marks(mine)) and theirs != ours:
                 continue  # "ฐานข้อมูล: MySQL" is not "ฐานข้อมูล: PostgreSQL" (a fact that is no slot)
             if best is None or score > best[0]:

@@ -289,13 +289,15 @@ def _sentence_facts(plain: str, when: str | None) -> list[Fact]:
         subject = f"{fold(m.group('name'))} {fold(m.group('noun'))}"
         if label is not None and m.start() >= label.end():  # "Staging: PaymentsService 2 replicas"
             subject = f"{fold(label.group(1).strip())}/{subject}"
-        out.setdefault((subject, FactKind.COUNT), Fact(subject, FactKind.COUNT, m.group("n"), when))
+        out.setdefault((subject, FactKind.COUNT), Fact(subject, FactKind.COUNT, m.group("n") + _qualifier(plain, m.end()),
+                                                       when))
     for m in _METRIC_RE.finditer(plain):
         words = [w for w in fold(m.group("subject")).split() if w not in _METRIC_STOP]
         if len(words) < 2 or words[0] in _SEQUENCE_WORDS:
             continue
         subject = " ".join(words[-2:])
-        out.setdefault((subject, FactKind.METRIC), Fact(subject, FactKind.METRIC, m.group("n"), when))
+        out.setdefault((subject, FactKind.METRIC), Fact(subject, FactKind.METRIC, m.group("n") + _qualifier(plain, m.end()),
+                                                        when))
     if (rank := _rank_fact(plain, when)) is not None:
         out.setdefault((rank.subject, FactKind.RANK), rank)
     for m in _ITEM_RE.finditer(plain):
@@ -304,6 +306,28 @@ def _sentence_facts(plain: str, when: str | None) -> list[Fact]:
             key = item_key(m.group("item"))
             out.setdefault((key, FactKind.STATUS), Fact(key, FactKind.STATUS, status.name.lower(), when))
     return list(out.values())
+
+
+# A scope right after a value: "0.71 on the public split", "2 agents in staging" (a value of that scope).
+_QUALIFIER_RE = re.compile(r"\s*(?:on|in|for|under|per|at|en|sur|dans|auf|im|für)\s+(?:the\s+|la\s+|le\s+|el\s+|der\s+|dem\s+)?"
+                           r"(?P<q>[A-Za-z][\w\-]*)", re.IGNORECASE)
+
+
+def _qualifier(plain: str, end: int) -> str:
+    """"@public" of "0.71 on the public split": kept with the value, so two values of different scopes are
+    never ordered (`comparable`), while a value without one still meets either."""
+    m = _QUALIFIER_RE.match(plain, end)
+    return f"@{fold(m.group('q'))}" if m else ""
+
+
+def _number(value: str) -> str:
+    return _decimal(value.split("@", 1)[0])
+
+
+def comparable(a: str, b: str) -> bool:
+    """Two values of one count or metric that may be compared: not scoped to two different things."""
+    qa, qb = a.partition("@")[2], b.partition("@")[2]
+    return not qa or not qb or qa == qb
 
 
 # A scope opening a sentence: "Staging: …", "On canary: …" (a count after it is the scope's own).
@@ -483,6 +507,9 @@ def removal_is_later(removed: list[str], used: list[str]) -> bool:
 def _claim_supersedes(newer: Said, older: Said) -> bool:
     if newer.kind != older.kind or newer.value == older.value or newer.assertion == older.assertion:
         return False
+    if newer.kind in (FactKind.COUNT.value, FactKind.METRIC.value) and (
+            not comparable(newer.value, older.value) or _number(newer.value) == _number(older.value)):
+        return False
     kind = FactKind(newer.kind)
     dated = newer.date is not None and older.date is not None and newer.date != older.date
     if kind is FactKind.VERSION:
@@ -511,9 +538,9 @@ def value_updates(said: list[Said]) -> list[tuple[Said, Said, Rule]]:
         if newest:
             out.append((min(newest, key=lambda s: (s.assertion or 0, s.source)), older, Rule.VALUE))
     for hook in (s for s in said if s.hook and s.kind != FactKind.VERSION.value):
-        own = [c for c in claims if c.owner == hook.owner and c.kind == hook.kind]
-        values = {_decimal(c.value) for c in own}
-        if len(values) != 1 or _decimal(hook.value) in values:
+        own = [c for c in claims if c.owner == hook.owner and c.kind == hook.kind and comparable(c.value, hook.value)]
+        values = {_number(c.value) for c in own}
+        if len(values) != 1 or _number(hook.value) in values:
             continue  # the file states the hook's value too, or several: nothing plainly stale
         fresh = [c for c in own if not later(hook.date, c.date)]
         if fresh:
@@ -549,6 +576,24 @@ def hook_revisions(said: list[Said]) -> list[tuple[Said | None, Said]]:
     return [(summary, s) for s in said if s.hook and s.kind == REVISION]
 
 
+# A numbered part of the work: "phase 2", "step 2.4", "S1.6", "BUG-042".
+_PART_RE = re.compile(r"\b(?:phase|step|stage|task|milestone|part|wave|sprint|round|session|fase|paso|etapa|"
+                      r"sesión|étape|schritt|stufe|teil)\s*#?(\d+(?:\.\d+)*)|段階\s*(\d+)|阶段\s*(\d+)|(\d+)\s*단계",
+                      re.IGNORECASE)
+
+
+def _parts(text: str) -> set[str]:
+    found = {next(g for g in m.groups() if g) for m in _PART_RE.finditer(text)}
+    return found | {item_key(m.group("item")) for m in _ITEM_RE.finditer(text)}
+
+
+def _same_items(summary: str, hook: str) -> bool:
+    """A summary that names parts of the work ("phase 1 done") says nothing of another part the index
+    line names ("phase 2 pending"), nor of the whole: the line is stale only for the parts it names."""
+    named = _parts(summary)
+    return not named or named == _parts(hook)
+
+
 def file_updates(said: list[Said], summaries: list[Said]) -> list[tuple[Said, Said, Rule]]:
     """(newer, older, rule) for one file: an index line that says it is pending while its own
     description says done; claims elsewhere that link it as current when it is marked HISTORICAL or
@@ -559,7 +604,7 @@ def file_updates(said: list[Said], summaries: list[Said]) -> list[tuple[Said, Sa
     if summary is not None and summary.value == Status.DONE.name.lower():
         for hook in said:
             if hook.hook and hook.kind == FactKind.STATUS.value and hook.value == Status.PENDING.name.lower() \
-                    and not later(hook.date, summary.date):
+                    and not later(hook.date, summary.date) and _same_items(summary.text, hook.text):
                 out.append((summary, hook, Rule.INDEX))
     markers = [s for s in said if s.kind == "marker"]
     if not markers:

@@ -70,7 +70,8 @@ def _facts(text: str, date: str | None = None) -> set[tuple[str, str, str, bool]
     ("We will upgrade to Nimbus SDK 16 next week", set()),  # a plan is not a value
     ("w08 (MAD 0.065) scored 0.8848", set()),  # a measurement, not a version
     ("Plan 018 replaces plan 017", set()),  # a sequence number, not a product version
-    ("Configuration BotFleet 5 agents sur le VPS", {("botfleet agents", "count", "5", False)}),
+    ("Configuration BotFleet 5 agents sur le VPS", {("botfleet agents", "count", "5@vps", False)}),  # its scope kept
+    ("Best score: 0.69 on the private split", {("best score", "metric", "0.69@private", False)}),
     ("Public best: `0.9088` from `sub.csv`", {("public best", "metric", "0.9088", False)}),
     ("team public best stays at 0.9120 (run7)", {("public best", "metric", "0.9120", False)}),
     ("estado de sesiones (S2.3 pendiente al 2026-01-10)", {("2.3", "status", "pending", False)}),

@@ -48,12 +48,13 @@ def test_a_trap_folder_yields_no_dispute(onto, folder):
 
 
 @pytest.mark.parametrize("folder", ["counts", "diary", "tables", "generic_keys", "units", "removals", "markers",
-                                    "index_status"])
+                                    "index_status", "index_scope"])
 def test_a_value_in_another_scope_supersedes_nothing(onto, folder):
     """A canary's replica count is not production's later count; a diary's days count different runs;
     step 1.2 of one plan is not step 1.2 of another; 0.710 is 0.71; "`tmp/` is deleted after each run"
     and "deleted `x` by mistake, then restored it" remove nothing; "How we handle DEPRECATED flags" marks
-    no file; "All done except step 2.4" does not say the index's "step 2.4 pending" is stale."""
+    no file; "All done except step 2.4" does not say the index's "step 2.4 pending" is stale, nor "phase 1
+    done" that "phase 2 pending" is; "Best score: 0.69 on the private split" is not the public split's."""
     _ingest(onto, folder)
     assert _updates(onto) == []
 
@@ -121,3 +122,13 @@ def test_the_same_words_under_two_scope_headings_still_agree(onto):
     with onto.reader() as conn:
         views = [a for a in queries.assertions(conn) if "release branch" in a.text]
     assert len(views) == 1 and views[0].n_for == 2, views
+
+
+def test_a_switch_on_and_off_never_agree(onto):
+    """"on" is a stopword, so "Debug logging is on" and "… is off" differed by one token and merged as
+    near-duplicates: production's file "agreed" with staging's that debug logging is on."""
+    onto.ingest("a.md", memory("a", "staging", "- Debug logging is on for the API."), Channel.CLI)
+    onto.ingest("b.md", memory("b", "production", "- Debug logging is off for the API."), Channel.CLI)
+    with onto.reader() as conn:
+        views = [a for a in queries.assertions(conn) if "Debug logging" in a.text]
+    assert len(views) == 2 and all(v.n_for == 1 for v in views), views

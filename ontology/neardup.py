@@ -120,7 +120,9 @@ class NearDuplicateIndex:
             self._recent = self.conn.execute("SELECT count(*) FROM subsets_recent").fetchone()[0]
         if self._recent < RECENT_ROWS:
             return
-        self.conn.execute("INSERT INTO subsets(key, assertion_id) SELECT key, assertion_id FROM subsets_recent")
+        # No row can conflict (the keys are new assertions'); OR IGNORE spares the statement journal a plain
+        # INSERT keeps in case it fails halfway (in memory: +26 MB of peak RSS at 100k artifacts).
+        self.conn.execute("INSERT OR IGNORE INTO subsets(key, assertion_id) SELECT key, assertion_id FROM subsets_recent")
         self.conn.execute("DELETE FROM subsets_recent")
         self._recent = 0
 

@@ -91,6 +91,13 @@ class GraphWriter:
         # Within one artifact, the concept each key was last upserted from and its id: upserting the
         # same declaration again (a memory file's concept, once per statement) changes nothing.
         self._upserted: dict[str, tuple[ConceptDecl, int]] = {}
+        # Search-index writes, held until the transaction's end (`_index_pending`): FTS5 flushes what it
+        # holds into a new segment at every savepoint, so written per artifact they made a segment per
+        # artifact, each merged again later. Held here: the artifact's own until its savepoint is
+        # released (a rolled-back artifact's are dropped), then the batch's, applied in order.
+        self._search_artifact: list[tuple[bool, int, object, bool]] = []
+        self._search_batch: list[tuple[bool, int, object, bool]] = []
+        self._concept_fields: dict[int, tuple[str, str, str, str]] = {}  # held fields, newest, per concept
 
     def seen(self, identity: str, sha256: str) -> bool:
         """A duplicate: the same bytes as the source's newest version. Older bytes coming back (an edit
@@ -104,8 +111,12 @@ class GraphWriter:
         self.conn.execute("BEGIN IMMEDIATE")
         try:
             yield
+            self._index_pending()
             self.near.settle()
         except BaseException:
+            self._search_artifact.clear()
+            self._search_batch.clear()
+            self._concept_fields.clear()
             self.near.forget()  # rolled-back ids may be handed out again
             if self.conn.in_transaction:
                 self.conn.execute("ROLLBACK")
@@ -126,6 +137,8 @@ class GraphWriter:
             result = self._apply(artifact, extraction, channel, received_at)
         except BaseException:
             self.near.forget()  # rolled-back ids may be handed out again
+            self._search_artifact.clear()
+            self._concept_fields = {op[1]: op[2] for op in self._search_batch if not op[0]}  # type: ignore[misc]
             if conn.in_transaction:
                 if alone:
                     conn.execute("ROLLBACK")
@@ -136,7 +149,26 @@ class GraphWriter:
             raise
         if not alone:
             conn.execute("RELEASE artifact")
+        self._search_batch.extend(self._search_artifact)
+        self._search_artifact.clear()
         return result
+
+    def _index_assertion(self, assertion_id: int, text: str, *, replace: bool) -> None:
+        self._search_artifact.append((True, assertion_id, text, replace))
+
+    def _index_concept(self, concept_id: int, fields: tuple[str, str, str, str], *, replace: bool) -> None:
+        self._search_artifact.append((False, concept_id, fields, replace))
+        self._concept_fields[concept_id] = fields
+
+    def _index_pending(self) -> None:
+        """Apply the held search-index writes, in the order they were made (ADR 0007, "Session 6")."""
+        for is_assertion, row_id, value, replace in self._search_batch:
+            if is_assertion:
+                search.index_assertion(self.conn, row_id, value, replace=replace)  # type: ignore[arg-type]
+            else:
+                search.index_concept(self.conn, row_id, value, replace=replace)  # type: ignore[arg-type]
+        self._search_batch.clear()
+        self._concept_fields.clear()
 
     def applied_log_offset(self) -> int:
         """How far into the archive log this graph has applied (0 for a graph that never recorded it)."""
@@ -364,7 +396,7 @@ class GraphWriter:
                 concept_id = next(r[4] for r in rows if r[1] < 0)
                 text = f"`{ident}` is in use"
                 assertion_id = self._insert_assertion(concept_id, key, text, 1, ident, 1, None, None, ts)
-                search.index_assertion(conn, assertion_id, text, replace=False)
+                self._index_assertion(assertion_id, text, replace=False)
             else:
                 assertion_id = existing[0]
             held = {r[0]: r[1] for r in conn.execute(
@@ -477,11 +509,11 @@ class GraphWriter:
         r = conn.execute("SELECT key, name, title, description FROM concepts WHERE id=?", (concept_id,)).fetchone()
         indexed = (r[0], r[1], r[2] or "", r[3] or "")
         if row is not None:
-            old = conn.execute("SELECT key, name, title, description FROM concepts_fts WHERE rowid=?",
-                               (concept_id,)).fetchone()
+            old = self._concept_fields.get(concept_id) or conn.execute(
+                "SELECT key, name, title, description FROM concepts_fts WHERE rowid=?", (concept_id,)).fetchone()
             if old is not None and tuple(old) == indexed:
-                return concept_id  # restated unchanged: the search index already says this
-        search.index_concept(conn, concept_id, indexed, replace=row is not None)
+                return concept_id  # restated unchanged: the search index already says (or will say) this
+        self._index_concept(concept_id, indexed, replace=row is not None)
         return concept_id
 
     def _resolve_concept(self, statement: Statement, extraction: Extraction, ts: str) -> int:
@@ -508,7 +540,7 @@ class GraphWriter:
                                                   " ".join(sorted(prop.tokens)), len(prop.tokens), prop.slot,
                                                   prop.value, ts)
             self.near.add(assertion_id, keys)
-            search.index_assertion(conn, assertion_id, statement.text, replace=False)
+            self._index_assertion(assertion_id, statement.text, replace=False)
             return assertion_id
         self._maybe_move_owner(assertion_id, concept_id, statement)
         return assertion_id
@@ -534,7 +566,7 @@ class GraphWriter:
                          (concept_id, statement.text, assertion_id))
             conn.execute("UPDATE verdicts SET polarity=? WHERE assertion_id=?",
                          (statement.proposition.polarity, assertion_id))
-            search.index_assertion(conn, assertion_id, statement.text, replace=True)
+            self._index_assertion(assertion_id, statement.text, replace=True)
 
     def _replace_stances(self, source_id: int, artifact_id: int, observed: dict[int, tuple[int, str]],
                          ts: str, *, additive: bool) -> set[int]:

@@ -109,3 +109,36 @@ def test_new_near_duplicate_keys_wait_in_a_small_table_then_join_the_big_one_in_
         assert conn.execute("SELECT count(*) FROM stances st JOIN assertions a ON a.id = st.assertion_id "
                             "WHERE a.text = ?", (first,)).fetchone()[0] == 2
     again.close()
+
+
+def test_search_index_writes_wait_for_the_end_of_the_batch(root):
+    """FTS5 flushes what it holds into a new segment at every savepoint: written inside each artifact's
+    savepoint, a batch made a segment per artifact. They are held until the batch's end, and a
+    rolled-back artifact's are dropped with it; what search finds is the same."""
+    onto = Ontology(root, "shop", create=True)
+    statements: list[str] = []
+    onto.ingest_many([(f"note-{i}.md", memory(f"note-{i}", f"{_word()} {_word()} {_word()} {_word()}",
+                                              "\n".join(f"- {s}" for s in _filler(3))), Channel.CLI)
+                      for i in range(3)])
+    writer = onto._writer  # noqa: SLF001 - the connection whose statements are counted
+    writer.conn.set_trace_callback(statements.append)
+    try:
+        onto.ingest_many([(f"note-{i}.md", memory(f"note-{i}", f"{_word()} {_word()} {_word()} {_word()}",
+                                                  "\n".join(f"- {s}" for s in _filler(3))), Channel.CLI)
+                          for i in range(3, 20)])
+    finally:
+        writer.conn.set_trace_callback(None)
+    inside, depth, fts_inside, fts_total = 0, 0, 0, 0
+    for sql in statements:
+        if sql.startswith("SAVEPOINT artifact"):
+            depth += 1
+        elif sql.startswith("RELEASE artifact"):
+            depth -= 1
+        elif "_fts" in sql and sql.startswith("INSERT"):
+            fts_total += 1
+            fts_inside += depth > 0
+    assert fts_total >= 17 * 4 and fts_inside == 0, (fts_total, fts_inside)
+    with onto.reader() as conn:
+        assert conn.execute("SELECT count(*) FROM assertions_fts").fetchone()[0] == \
+            conn.execute("SELECT count(*) FROM assertions").fetchone()[0]
+    onto.close()

@@ -137,16 +137,32 @@ class Connections:
             self._open = None
 
 
+def _ingest_body(slug: str, filename: str, data: bytes) -> tuple[bytes, str]:
+    """(body, content type) of one POST /ingest. UTF-8 text goes as JSON; other bytes (a UTF-16 or
+    Windows-1252 file) go verbatim as multipart, which the backend decodes and archives as they are:
+    JSON would have carried them through `decode("utf-8", "replace")`, losing the author's bytes."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        boundary = f"kgbridge-{hashlib.sha256(data).hexdigest()}"  # cannot occur inside `data`
+        head = "".join(f'--{boundary}\r\nContent-Disposition: form-data; name="{field}"\r\n\r\n{value}\r\n'
+                       for field, value in (("ontology", slug), ("filename", filename)))
+        part = (f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="upload.md"\r\n'
+                "Content-Type: application/octet-stream\r\n\r\n")
+        body = (head + part).encode("utf-8") + data + f"\r\n--{boundary}--\r\n".encode("ascii")
+        return body, f"multipart/form-data; boundary={boundary}"
+    # UTF-8 on the wire: with ensure_ascii an emoji-rich 837 KB file became a 2.35 MB body (413).
+    body = json.dumps({"ontology": slug, "filename": filename, "content": text}, ensure_ascii=False).encode("utf-8")
+    return body, "application/json; charset=utf-8"
+
+
 def _post(url: str, token: str | None, slug: str, name: str, data: bytes,
           connections: Connections | None = None) -> Attempt:
     import http.client  # lazily: only the HTTP transport pays for it
     import urllib.parse
 
-    # UTF-8 on the wire: with ensure_ascii an emoji-rich 837 KB file became a 2.35 MB body (413).
-    body = json.dumps({"ontology": slug, "filename": wire_name(name), "content": data.decode("utf-8", "replace")},
-                      ensure_ascii=False).encode("utf-8")
-    headers = {"Content-Type": "application/json; charset=utf-8",
-               **({"Authorization": f"Bearer {token}"} if token else {})}
+    body, content_type = _ingest_body(slug, wire_name(name), data)
+    headers = {"Content-Type": content_type, **({"Authorization": f"Bearer {token}"} if token else {})}
     path = urllib.parse.urlsplit(url).path or "/"
     pool = connections if connections is not None else Connections()
     while True:

@@ -67,8 +67,11 @@ def tombstone(filename: str, at: str) -> bytes:
 
 def move(old: str, new: str, content: bytes, at: str) -> bytes:
     """The move artifact: the new file's content, and the name it had before (docs/reference.md §4)."""
-    return json.dumps({"kgbridge": "move", "from": old, "to": new, "at": at,
-                       "content": content.decode("utf-8", "replace")}, ensure_ascii=False).encode()
+    try:
+        carried = {"content": content.decode("utf-8")}
+    except UnicodeDecodeError:  # a UTF-16 or Windows-1252 file: its bytes as they are, for the backend to read
+        carried = {"content_base64": base64.b64encode(content).decode("ascii")}
+    return json.dumps({"kgbridge": "move", "from": old, "to": new, "at": at, **carried}, ensure_ascii=False).encode()
 
 
 WITHHELD = "withheld"

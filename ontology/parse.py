@@ -7,6 +7,7 @@ YAML that expands explosively or nests deeply is refused, never evaluated.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import re
@@ -75,17 +76,82 @@ class _BoundedYAMLHandler(YAMLHandler):
         return yaml.load(fm, Loader=_BoundedLoader)  # noqa: S506 - SafeLoader subclass
 
 
-def decode(data: bytes, *, blank: bool = False) -> str:
-    """Bytes to normalized text, or `ArtifactRejected` for what cannot be a text artifact (or is
-    blank, unless `blank` allows it)."""
-    if len(data) > MAX_ARTIFACT_BYTES:
-        raise ArtifactRejected(f"artifact is {len(data)} bytes, over the {MAX_ARTIFACT_BYTES}-byte limit")
+# Byte-order marks that name their encoding exactly (UTF-32 before UTF-16: FF FE 00 00 starts with FF FE).
+_BOMS = ((b"\x00\x00\xfe\xff", "utf-32-be"), (b"\xff\xfe\x00\x00", "utf-32-le"),
+         (b"\xfe\xff", "utf-16-be"), (b"\xff\xfe", "utf-16-le"))
+# A Windows-made file without a BOM is often cp1252 (a superset of Latin-1's printable part). It is read
+# so only when it is plainly Western text: accented letters inside words that also hold ASCII letters,
+# and the typographic marks Word and Notepad write. Russian in cp1251, Greek, Shift-JIS or GBK read as
+# cp1252 give words of accented letters only (or bytes cp1252 lacks) and stay refused: no mojibake.
+# Letters left out: ð þ (Turkish ğ ş in cp1254), œ Ÿ ¹ ³ (Polish ś ź ą ł in cp1250), ý stays (Czech ý is
+# the same byte). Superscripts and fractions count as word characters and are left out too.
+_CP1252_LETTERS = frozenset("ŠŽšžµªº" + "".join(chr(c) for c in range(0xC0, 0x100)
+                                               if chr(c) not in "×÷ðþÐÞ"))
+_CP1252_MARKS = frozenset("\u00a0‘’“”–—…•€£¥¢°©®™«»§¶·×÷¿¡´¨")
+_WORD_RE = re.compile(r"[^\W\d_]+")
+# A valid UTF-8 multi-byte sequence: a file holding one and an invalid byte mixes encodings; read as
+# cp1252 its "é" would show as "Ã©".
+_UTF8_SEQUENCE = re.compile(rb"[\xc2-\xdf][\x80-\xbf]|[\xe0-\xef][\x80-\xbf]{2}|[\xf0-\xf4][\x80-\xbf]{3}")
+# Share of letters that may be accented in cp1252 text (Portuguese runs about 5 %, French 3 %).
+MAX_CP1252_ACCENTED = 0.25
+
+
+def _plain_cp1252(data: bytes) -> str | None:
+    """`data` read as cp1252 when that is plainly Western text (see _CP1252_LETTERS), else None."""
+    if _UTF8_SEQUENCE.search(data):
+        return None
+    try:
+        text = data.decode("cp1252")
+    except UnicodeDecodeError:
+        return None
+    letters = accented = 0
+    for word in _WORD_RE.findall(text):
+        wide = sum(1 for ch in word if ord(ch) > 127)
+        if wide and (wide == len(word) > 1 or any(ord(ch) > 127 and ch not in _CP1252_LETTERS for ch in word)
+                     or re.search(r"[^\x00-\x7f]{3}", word)):
+            return None
+        letters, accented = letters + len(word), accented + wide
+    if not accented or accented > MAX_CP1252_ACCENTED * letters:
+        return None
+    if any(ord(ch) > 127 and ch not in _CP1252_LETTERS and ch not in _CP1252_MARKS for ch in text):
+        return None
+    return text
+
+
+def decode_text(data: bytes) -> tuple[str, str | None]:
+    """(text, the encoding it was read from when not UTF-8). UTF-8 first; a BOM names UTF-16 or UTF-32
+    exactly; else cp1252 when plainly Western text. `ArtifactRejected` for anything else."""
+    for bom, encoding in _BOMS:
+        if data.startswith(bom):
+            try:
+                return data[len(bom):].decode(encoding), encoding.upper()
+            except UnicodeDecodeError as exc:
+                raise ArtifactRejected(f"artifact starts with a {encoding.upper()} byte-order mark but is not "
+                                       f"valid {encoding.upper()} (byte {exc.start + len(bom)})") from None
     if b"\x00" in data:
         raise ArtifactRejected("artifact contains NUL bytes (binary content is not ingested)")
     try:
-        text = data.decode("utf-8")
+        return data.decode("utf-8"), None
     except UnicodeDecodeError as exc:
-        raise ArtifactRejected(f"artifact is not valid UTF-8 (byte {exc.start})") from None
+        text = _plain_cp1252(data)
+        if text is None:
+            raise ArtifactRejected(f"artifact is not valid UTF-8 (byte {exc.start}), and not plainly Windows-1252 "
+                                   "text either; save it as UTF-8") from None
+        return text, "cp1252"
+
+
+def decode(data: bytes, *, blank: bool = False) -> str:
+    """Bytes to normalized text, or `ArtifactRejected` for what cannot be a text artifact (or is
+    blank, unless `blank` allows it)."""
+    return _decoded(data, blank=blank)[0]
+
+
+def _decoded(data: bytes, *, blank: bool = False) -> tuple[str, str | None]:
+    if len(data) > MAX_ARTIFACT_BYTES:
+        raise ArtifactRejected(f"artifact is {len(data)} bytes, over the {MAX_ARTIFACT_BYTES}-byte limit")
+    text, encoding = decode_text(data)
+    if "\x00" in text:
+        raise ArtifactRejected("artifact contains NUL characters (binary content is not ingested)")
     text = text.removeprefix("\ufeff").replace("\r\n", "\n")
     if "\n" not in text:  # a classic-Mac file: a CR alone ends each line. In any other file a lone CR
         text = text.replace("\r", "\n")  # is the author's own character (a code span `$'\r'`): kept.
@@ -94,7 +160,7 @@ def decode(data: bytes, *, blank: bool = False) -> str:
         raise ArtifactRejected("artifact looks binary (too many control characters)")
     if not blank and not text.strip():
         raise ArtifactRejected("artifact is empty: nothing to ingest")
-    return text
+    return text, encoding
 
 
 def _line_based(block: str) -> dict[str, object]:
@@ -220,14 +286,27 @@ def _tombstone(ontology: str, original: str, data: bytes) -> Artifact:
 
 def _move(ontology: str, original: str, data: bytes) -> Artifact:
     """A memory file renamed: its new content under the new name, carrying the old source's identity."""
-    record = _forgetting(data, "move", original, ("from", "to", "at", "content"))
+    record = _forgetting(data, "move", original, ("from", "to", "at"))
     layout.validate_filename(record["from"])
-    inner = _parse(ontology, original, record["content"].encode("utf-8"), Kind.MEMORY)
+    inner = _parse(ontology, original, _moved_bytes(record), Kind.MEMORY)
     if inner.kind is not Kind.MEMORY:
         raise ArtifactRejected("a move carries a memory file, not the index")
     return replace(inner, sha256=hashlib.sha256(data).hexdigest(), timestamp=inner.timestamp or record["at"],
                    moved_from=memory_source(ontology, record["from"]),
                    notes=(*inner.notes, f"moved from {record['from']}"))
+
+
+def _moved_bytes(record: Mapping[str, object]) -> bytes:
+    """A move's content: text, or (a file not in UTF-8) its bytes in `content_base64`."""
+    if isinstance(record.get("content"), str):
+        return record["content"].encode("utf-8", "surrogatepass")  # type: ignore[union-attr]
+    encoded = record.get("content_base64")
+    try:
+        if isinstance(encoded, str):
+            return base64.b64decode(encoded, validate=True)
+    except ValueError:
+        raise ArtifactRejected('a move\'s "content_base64" is not base64') from None
+    raise ArtifactRejected('a move needs a text field "content" (or "content_base64")')
 
 
 def parse_artifact(ontology: str, filename: str, data: bytes) -> Artifact:
@@ -242,8 +321,10 @@ def parse_artifact(ontology: str, filename: str, data: bytes) -> Artifact:
 
 
 def _parse(ontology: str, original: str, data: bytes, hint: Kind | None) -> Artifact:
-    text = decode(data, blank=True)
+    text, encoding = _decoded(data, blank=True)
     meta, body, notes = split_frontmatter(text)
+    if encoding is not None:  # kept with the artifact: its archived bytes are not the UTF-8 the graph shows
+        notes = (f"read as {encoding}", *notes)
     kind = classify(original, meta, hint)
     if not text.strip() and kind not in (Kind.MEMORY, Kind.MEMORY_INDEX):
         # A memory file its author emptied is a new version of it (it says nothing now); any other

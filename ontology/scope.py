@@ -52,8 +52,24 @@ def _cut(text: str) -> int:
     return min((m.start() for m in (colon, verb) if m is not None), default=len(text))
 
 
+# Acronyms of a kind of thing, a role each project fills, not of one thing: "CI: Jenkins" and "API
+# framework: Django" in one project's file, "CI: Codemagic" and "API framework: FastAPI" in another's, name
+# two things (blind7). Beside a word that names which one ("Orders DB", "Search API") they still name one.
+_CATEGORY_ACRONYM_RE = re.compile(
+    r"\b(?:API|CI|CD|DB|RDBMS|ORM|UI|UX|OS|SDK|CLI|CDN|DNS|VM|IDE|CMS|CRM|ETL|VCS|SCM|MQ|LB|HTTP|SQL|CSS|JS|TS|"
+    r"HTML|IaC|PaaS|SaaS|LLM|ML|AI|QA|E2E)s?(?:[/&-](?:CI|CD|UX|UI|DB|ML|AI|QA))*\b")
+# A word that only opens the subject or qualifies nothing ("The CI pipeline", "Our API framework").
+_OPENERS = frozenset("the a an our my your their this that its default main primary current".split())
+
+
 def specific(subject: str) -> bool:
-    return _SPECIFIC_RE.search(subject) is not None
+    if _SPECIFIC_RE.search(subject) is None:
+        return False
+    rest = _CATEGORY_ACRONYM_RE.sub(" ", subject)
+    if rest == subject or _SPECIFIC_RE.search(rest) is not None:
+        return True
+    # Only category acronyms made it specific: it names one thing when a capitalised word says which.
+    return any(w[:1].isupper() and w.lower() not in _OPENERS for w in re.findall(r"[^\W\d_]+", rest))
 
 
 def scoped_slot(prop: Proposition, text: str, section: str | None, memory: bool) -> Proposition:

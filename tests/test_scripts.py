@@ -136,9 +136,11 @@ def test_a_subject_we_cannot_tell_is_specific_is_no_slot(tmp_path, lang, subject
 
 
 def test_a_specific_latin_subject_still_has_rival_values(tmp_path):
-    # A key naming its subject (an acronym): a bare "Cache" in a topic file is that file's own (ADR 0009).
-    onto, _ = ingest(tmp_path, {"a.md": note("a", "- API cache: Redis\n"), "b.md": note("b", "- API cache: Memcached\n")})
-    assert sorted(disputed(onto)) == ["API cache: Memcached", "API cache: Redis"]
+    # A key naming its subject (a name beside an acronym): a bare "Cache" in a topic file is that file's own,
+    # and so is "API cache", a kind of thing each project has (ADR 0009, blind7).
+    onto, _ = ingest(tmp_path, {"a.md": note("a", "- Search API cache: Redis\n"),
+                                "b.md": note("b", "- Search API cache: Memcached\n")})
+    assert sorted(disputed(onto)) == ["Search API cache: Memcached", "Search API cache: Redis"]
 
 
 SEARCHED = [  # (what a note says, what an agent types, found?)
@@ -241,11 +243,11 @@ def test_index_lines_find_their_files_by_names_in_any_script(tmp_path):
     nfd = unicodedata.normalize("NFD", "café_notes.md")
     index = ("- [Кэш](кэш_сессий.md) — где живут сессии\n- [Деплой](деплой.md) — как выкатываем\n"
              "- [部署](部署说明.md) — 流程\n- [Café](café_notes.md) — menu\n- [Spaces](my%20notes.md) — spaced\n")
-    files = {"MEMORY.md": index, "кэш_сессий.md": note("kesh", "- API session cache: Redis\n"),
+    files = {"MEMORY.md": index, "кэш_сессий.md": note("kesh", "- Shop API session cache: Redis\n"),
              "деплой.md": note("deploi", "- Выкатываем через make release.\n"),
              "部署说明.md": note("bushu", "- 每周二发布。\n"), nfd: note("cafe", "- Menu service on port 8080.\n"),
              "my notes.md": note("spaced", "- Spaces in the name.\n"),
-             "ops.md": note("ops", "- API session cache: Memcached\n")}
+             "ops.md": note("ops", "- Shop API session cache: Memcached\n")}
     onto, view = ingest(tmp_path, files)
     memory = view.read("MEMORY.md").decode()
     added = memory.split(ADDITIONS_HEADING, 1)[1] if ADDITIONS_HEADING in memory else ""

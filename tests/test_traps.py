@@ -132,3 +132,17 @@ def test_a_switch_on_and_off_never_agree(onto):
     with onto.reader() as conn:
         views = [a for a in queries.assertions(conn) if "Debug logging" in a.text]
     assert len(views) == 2 and all(v.n_for == 1 for v in views), views
+
+
+def test_a_category_acronym_alone_does_not_name_one_thing(onto):
+    """Two projects' files in one folder each say what fills a role: "API framework: Django" and
+    "API framework: FastAPI", "CI: Jenkins" and "CI: Codemagic" (blind7). The acronym names a kind of
+    thing, not one thing, so the topic files do not dispute; "Orders DB" and "Search API" still name one."""
+    onto.ingest("project_falcon.md", memory("falcon", "storefront", "- API framework: Django\n- CI: Jenkins\n"
+                                            "- Orders DB: Postgres"), Channel.CLI)
+    onto.ingest("project_heron.md", memory("heron", "internal tool", "- API framework: FastAPI\n- CI: Codemagic\n"
+                                           "- Orders DB: MySQL"), Channel.CLI)
+    assert sorted(_disputed(onto)) == ["Orders DB: MySQL", "Orders DB: Postgres"]
+    onto.ingest("2026-04-03T0900Z_e001.md", ledger("s7", "- CI: Buildkite", timestamp="2026-04-03T09:00:00Z"),
+                Channel.CLI)
+    assert {"CI: Jenkins", "CI: Codemagic"} <= set(_disputed(onto)), "a session's value still disputes them"

@@ -2,7 +2,8 @@
 
 Run: .venv/bin/python -m bench.traps [DIR] [--strict] [-v]
 DIR (default tests/fixtures/traps) holds one memory folder per trap family and `expected.json`,
-which names, per folder, the disputes and updates that are real (substrings of either side). Each
+which names, per folder, the disputes and updates that are real (substrings of either side; "miss": real
+ones the rules do not find yet, counted in recall, not failing --strict). Each
 folder is ingested as `kgbridge mount` does; every dispute, update and mark the agent would read is
 judged against it. --strict exits 1 on any false positive or missed real disagreement.
 """
@@ -45,6 +46,7 @@ class Case:
     name: str
     findings: list[Finding] = field(default_factory=list)
     missed: list[str] = field(default_factory=list)  # "kind: expected substring"
+    known: list[str] = field(default_factory=list)  # real ones listed under "miss": not found yet, known
 
 
 def _findings(folder: Path, work: Path) -> list[Finding]:
@@ -92,6 +94,9 @@ def judge(folder: Path, expected: dict[str, list[str]], work: Path) -> Case:
     case = Case(folder.name)
     case.findings = _findings(folder, work)
     real = [(kind, s) for kind in ("dispute", "update") for s in expected.get(kind, [])]
+    # "miss": real disagreements the rules are known not to find yet. A finding matching one is right;
+    # not finding it counts against recall but does not fail --strict.
+    known = [("update", s) for s in expected.get("miss", [])]
     allowed = expected.get("allow", [])
     hit: set[tuple[str, str]] = set()
     for f in sorted(case.findings, key=lambda f: bool(f.files)):  # index marks last: they count disputes
@@ -102,7 +107,8 @@ def judge(folder: Path, expected: dict[str, list[str]], work: Path) -> Case:
             continue
         # A mark is right when it shows a real dispute or update of this folder.
         kinds = ("dispute", "update") if f.kind == "mark" else (f.kind,)
-        matched = [(k, s) for k, s in real if k in kinds and any(s in t for t in f.texts)]
+        matched = [(k, s) for k, s in real + known
+                   if (k in kinds or (k, s) in known) and any(s in t for t in f.texts)]
         if matched:
             f.verdict = "right"
             if f.kind != "mark":
@@ -112,6 +118,7 @@ def judge(folder: Path, expected: dict[str, list[str]], work: Path) -> Case:
         else:
             f.verdict = "wrong"
     case.missed = [f"{k}: {s}" for k, s in real if (k, s) not in hit]
+    case.known = [f"known miss: {s}" for k, s in known if (k, s) not in hit]
     return case
 
 
@@ -146,17 +153,22 @@ def main() -> None:
                 print(f"    {f.verdict.upper():7} {f.kind}: {f.shown[:300]}")
         for m in case.missed:
             print(f"    MISSED  {m}")
-    real = sum(len(e.get("dispute", [])) + len(e.get("update", []))
+        if args.verbose:
+            for m in case.known:
+                print(f"    MISSED  {m}")
+    real = sum(len(e.get("dispute", [])) + len(e.get("update", [])) + len(e.get("miss", []))
                for n, e in expected.items() if not n.startswith("_"))
-    missed = sum(len(c.missed) for c in cases)
+    missed = sum(len(c.missed) + len(c.known) for c in cases)
     right = totals["dispute"][0] + totals["update"][0]
     wrong = totals["dispute"][1] + totals["update"][1]
     print(f"\nprecision (disputes + updates): {_ratio(right, right + wrong)}"
           f"   disputes {_ratio(totals['dispute'][0], sum(totals['dispute']))}"
           f"   updates {_ratio(totals['update'][0], sum(totals['update']))}")
-    print(f"recall (real disagreements found): {_ratio(real - missed, real)}")
+    known = sum(len(c.known) for c in cases)
+    print(f"recall (real disagreements found): {_ratio(real - missed, real)}"
+          + (f" ({known} of the missed listed as known misses)" if known else ""))
     print(f"marks the agent reads: {_ratio(totals['mark'][0], sum(totals['mark']))} right")
-    sys.exit(1 if args.strict and (wrong or missed or totals["mark"][1]) else 0)
+    sys.exit(1 if args.strict and (wrong or missed - known or totals["mark"][1]) else 0)
 
 
 if __name__ == "__main__":

@@ -38,7 +38,7 @@ def _updates(onto: Ontology) -> list[str]:
 
 @pytest.mark.parametrize("folder", ["generic_keys", "alternatives", "templates", "questions", "quoted_errors",
                                     "examples", "conditionals", "scoped_keys", "diary", "removals",
-                                    "heading_negation"])
+                                    "heading_negation", "two_projects_flat"])
 def test_a_trap_folder_yields_no_dispute(onto, folder):
     """"Owner: dana" in the alpha service's file and "Owner: lee" in the beta service's, a template's
     "Database: <db>", "Queue: RabbitMQ?", "Error: timeout" of two incidents, "Wrong: …" of two rules,

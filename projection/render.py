@@ -244,6 +244,18 @@ def _is_rule(block: Block, snap: MemorySnapshot) -> bool:
     return block.rule_heading or any(c is not None and c.rule for c in concepts)
 
 
+def _native_window(blocks: list[Block], max_lines: int, max_bytes: int) -> int:
+    """How many blocks open within the index's first `max_lines` lines and `max_bytes` bytes: what a
+    harness reading MEMORY.md itself would show of it."""
+    lines = size = 0
+    for n, b in enumerate(blocks):
+        if lines >= max_lines or size >= max_bytes:
+            return n
+        lines += len(b.lines)
+        size += sum(len(line.encode()) + 1 for line in b.lines)
+    return len(blocks)
+
+
 def _render_with_index(snap: MemorySnapshot, max_lines: int, max_bytes: int) -> str:
     blocks = parse_index(snap.host_index or "")
     lines = [_entry_lines(b, snap) for b in blocks]
@@ -305,10 +317,12 @@ def _render_with_index(snap: MemorySnapshot, max_lines: int, max_bytes: int) -> 
         head[i] = n
         return True
 
-    # 1. the rules an agent must follow, 2. a short disputed section, 3. the rest of the index in its
-    # order, 4. what the index does not link, ranked.
+    # 1. the rules an agent must follow, and the author's own lines (linking no file: they are nowhere
+    # else) that a harness reading the file's first lines would show, in the index's order; 2. a short
+    # disputed section, 3. the rest of the index in its order, 4. what the index does not link, ranked.
+    window = _native_window(blocks, max_lines, max_bytes)
     for i in entries:
-        if _is_rule(blocks[i], snap):
+        if _is_rule(blocks[i], snap) or (not blocks[i].targets and i < window):
             keep(i)
     disputed: list[str] = []
     shown_disputed = _take_disputed(snap, budget, 0, disputed, budget.used + int(max_bytes * INDEX_DISPUTED_SHARE),

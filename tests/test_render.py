@@ -164,6 +164,23 @@ def test_an_index_over_budget_is_cut_by_priority_rules_first_never_by_name():
                                             f"MEMORY.full.md), 50 concepts")
 
 
+def test_the_authors_own_top_lines_are_not_pushed_out_by_rules_below_them():
+    """An index opening with lines of the author's own (linking no file) and then 300 feedback entries:
+    the rules went first and filled the budget, so the opening lines, which a harness reading the file's
+    first 200 lines shows, were cut (blind7). Unlinked lines a harness would show are kept with the rules;
+    one far below that window is not put before the entries above it."""
+    top = ["# Memory", "", "- ALWAYS run `make check` before saying a task is done.",
+           "Priya reviews every PR on Tuesdays.", ""]
+    rules = [f"- [Rule {i}](feedback_{i}.md) — never a long hook that takes room {i}" for i in range(300)]
+    index = "\n".join([*top, *rules, "", "- Footnote far below the first 200 lines."]) + "\n"
+    text = render_memory(_indexed_snapshot(index, 300))
+    assert len(text.encode()) <= MAX_BYTES and len(text.splitlines()) <= MAX_LINES
+    out = text.splitlines()
+    assert out[1:5] == top[:4], out[:6]
+    assert "- [Rule 0](feedback_0.md) — never a long hook that takes room 0" in out
+    assert "- Footnote far below the first 200 lines." not in out
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(0, 120), st.integers(0, 400), st.integers(1, 300), st.integers(0, 300), st.integers(0, 50))
 def test_memory_with_a_host_index_stays_within_budget(n_feedback, n_project, hook_len, n_disputed, seed):

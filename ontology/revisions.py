@@ -368,7 +368,32 @@ def revisions(text: str, identifiers: tuple[tuple[str, IdentifierStance], ...] =
         old = quoted.group(0) if quoted else _clip(old.strip(" ;,—-"))
         new = _span_after(text, now.end()) or _span_before(text, now.start())
         _add(out, RevisionRule.ORIGINAL_NOW, old if _usable(old) else "", new)
-    return tuple(out)
+    return tuple(r for r in out if not _old_still_holds(text, r))
+
+
+# A clause that keeps a value where it was: "laptops stay on Node 18", "Makefiles keep tabs", "the API
+# still runs Jest" (blind7). Said of a revision's old value, the change was scoped: nothing was replaced.
+_KEEPS = _re(r"\b(?:stay|stays|stayed|keep|keeps|kept|still|remain|remains|remained|unchanged|as before|bleib\w*|"
+             r"weiterhin|noch|sigue|siguen|todavía|aún|reste|restent|toujours)\b|まま|그대로|여전히|仍|还是|還是|依然|保留")
+_CLAUSE_END = re.compile(r"[;,.!?()（），；。！？]|\s[-\u2013\u2014]\s|\b(?:but|and|while|whereas)\b|但|しかし")
+
+
+def _old_still_holds(text: str, revision: Revision) -> bool:
+    """Whether the statement names the revision's old value again, after its new one, in a clause that
+    keeps it: a change in one place that says where the old value still holds replaces nothing."""
+    if not revision.old or not revision.new:
+        return False
+    start = text.find(revision.new, max(text.find(revision.old), 0))
+    if start < 0:
+        return False
+    tail = text[start + len(revision.new):]
+    for m in re.finditer(rf"(?<!\w){re.escape(revision.old)}(?!\w)", tail):
+        before = [b.end() for b in _CLAUSE_END.finditer(tail, 0, m.start())]
+        after = _CLAUSE_END.search(tail, m.end())
+        clause = tail[before[-1] if before else 0: after.start() if after else len(tail)]
+        if _KEEPS.search(clause):
+            return True
+    return False
 
 
 def _arrow(text: str, m: re.Match[str]) -> tuple[str, str] | None:

@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from conftest import FIXTURES, graph_snapshot
 from ontology import queries
 from ontology.artifact import Channel
@@ -195,3 +197,23 @@ def test_an_update_is_shown_with_the_day_its_source_states_not_the_day_it_arrive
                             str(root), "--ontology", "claims"], capture_output=True, text=True, timeout=120)
     stale = next(a for a in json.loads(shown.stdout)["assertions"] if a["text"] == STALE)
     assert [(u["by"], u["date"], u["received"]) for u in stale["superseded_by"]] == [(REVISION, "2026-03-04", today)]
+
+
+@pytest.mark.parametrize("text", [
+    "Upgraded CI from Node 18 to Node 20; laptops stay on Node 18 until the native module is fixed.",
+    "Switched YAML files from tabs to spaces (yamllint complained); Makefiles keep tabs.",
+    "Replaced Jest with Vitest in the web app, but the API still runs Jest.",
+])
+def test_a_change_that_says_the_old_value_still_holds_elsewhere_revises_nothing(text):
+    """blind7: "from Node 18 to Node 20; laptops stay on Node 18" recorded Node 18 as no longer holding,
+    while the same sentence says where it still does. A scoped change is not a replacement."""
+    from ontology.revisions import revisions
+    assert revisions(text) == ()
+
+
+def test_a_change_whose_old_value_is_only_named_again_still_revises():
+    from ontology.revisions import revisions
+    assert [(r.old, r.new) for r in revisions("Migrated from Node 18 to Node 20; Node 18 images were deleted.")] \
+        == [("Node 18", "Node 20")]
+    assert [(r.old, r.new) for r in revisions("Switched the queue from Celery to RQ; RQ still needs Redis.")] \
+        == [("Celery", "RQ")]

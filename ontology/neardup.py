@@ -104,7 +104,8 @@ class NearDuplicateIndex:
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
-        # assertion id -> (tokens, slot, value). These columns never change once written, and ids are
+        # assertion id -> (tokens, slot, value, polarity). Tokens, slot and value never change once written;
+        # polarity changes when a memory file re-anchors the assertion, which must call `changed`; ids are
         # never reused except after a rollback, which must call `forget`.
         self._cache: dict[int, tuple[frozenset[str], str | None, str | None, int]] = {}
         self._recent: int | None = None  # rows in subsets_recent; None: count them at the next `settle`
@@ -112,6 +113,11 @@ class NearDuplicateIndex:
     def forget(self) -> None:
         self._cache.clear()
         self._recent = None  # a rollback took back rows this count included
+
+    def changed(self, assertion_id: int) -> None:
+        """An assertion's polarity changed (a memory file re-anchored it, `store._maybe_move_owner`): its
+        cached entry would let a near wording of the old polarity merge in, and deny the new owner."""
+        self._cache.pop(assertion_id, None)
 
     def settle(self) -> None:
         """Before a commit: once subsets_recent holds RECENT_ROWS rows, move them all into subsets, in

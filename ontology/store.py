@@ -566,6 +566,7 @@ class GraphWriter:
                          (concept_id, statement.text, assertion_id))
             conn.execute("UPDATE verdicts SET polarity=? WHERE assertion_id=?",
                          (statement.proposition.polarity, assertion_id))
+            self.near.changed(assertion_id)
             self._index_assertion(assertion_id, statement.text, replace=True)
 
     def _replace_stances(self, source_id: int, artifact_id: int, observed: dict[int, tuple[int, str]],

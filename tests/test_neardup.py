@@ -96,3 +96,39 @@ def test_a_short_statement_reads_no_lsh_band_and_a_bounded_number_of_rows(tmp_pa
         assert len(fresh._cache) <= ROWS_PER_KEY * (1 + len(probe)), len(fresh._cache)
     finally:
         conn.close()
+
+
+def _re_anchored_then_restated(root, *, reopen: bool) -> list[tuple[str, int, int]]:
+    """A ledger denies "the upload worker retries failed uploads" (and restates it in a near wording,
+    which caches the claim as negated), a memory file then affirms the same wording (re-anchoring the
+    claim: its polarity flips), and a second ledger denies a near wording of it."""
+    from ontology.artifact import Channel
+    from ontology.ingest import Ontology
+    from conftest import ledger, memory
+
+    onto = Ontology(root, "shop", create=True)
+    onto.ingest("2026-04-05T1445Z_e001.md", ledger("s1", "Key decisions:\n- The upload worker does not retry "
+                                                   "failed uploads.\n- The upload worker does not retry failed uploads "
+                                                   "from the queue.\n"), Channel.CLI)
+    onto.ingest("worker.md", memory("worker", "upload worker", "- The upload worker retries failed uploads.\n"), Channel.CLI)
+    if reopen:
+        onto.close()
+        onto = Ontology(root, "shop")
+    onto.ingest("2026-04-06T1445Z_e001.md", ledger("s2", "Key decisions:\n- The upload worker does not retry failed "
+                                                   "uploads from the outbox.\n", timestamp="2026-04-06T14:45:00Z"),
+                Channel.CLI)
+    try:
+        with onto.reader() as conn:
+            return sorted(tuple(r) for r in conn.execute("SELECT text, n_for, n_against FROM assertions"))
+    finally:
+        onto.close()
+
+
+def test_a_claim_whose_polarity_a_memory_file_flipped_takes_no_near_wording_of_the_old_one(tmp_path):
+    """`_maybe_move_owner` flips a claim's polarity; the writer's candidate cache must not keep the old one
+    (it let the second ledger's near wording merge in as one more denial of the memory file's claim, in
+    a writer that had seen the claim before the flip, and not in a fresh one)."""
+    same_process = _re_anchored_then_restated(tmp_path / "one", reopen=False)
+    fresh = _re_anchored_then_restated(tmp_path / "two", reopen=True)
+    assert same_process == fresh
+    assert ("The upload worker retries failed uploads", 1, 1) in same_process

@@ -19,7 +19,7 @@ from functools import lru_cache
 
 from ontology import minhash
 from ontology.language import NEGATION_CUE
-from ontology.normalize import Proposition, numbers, rival, value_marks
+from ontology.normalize import Proposition, numbers, rival, swap, swapped_in_place, value_marks
 from ontology.schema import in_chunks
 
 # Words that state a value of a switch: two wordings differing by one of them state two values.
@@ -132,9 +132,10 @@ class NearDuplicateIndex:
         self.conn.execute("DELETE FROM subsets_recent")
         self._recent = 0
 
-    def find(self, prop: Proposition) -> tuple[int | None, IndexKeys]:
+    def find(self, prop: Proposition, text: str | None = None) -> tuple[int | None, IndexKeys]:
         """The assertion `prop` restates, if any (best Jaccard, then lowest id), and the keys to file
-        `prop` under if it becomes a new assertion: the same keys it probes."""
+        `prop` under if it becomes a new assertion: the same keys it probes. With the statement's `text`,
+        a wording that swaps one word in place of another keeps apart (`normalize.swapped_in_place`)."""
         size = len(prop.tokens)
         if size < MIN_NEAR_DUPLICATE_TOKENS:
             return None, IndexKeys()  # never anyone's near-duplicate: nothing to index either
@@ -147,7 +148,10 @@ class NearDuplicateIndex:
         keys = IndexKeys(subsets=[k for k, rows in zip(subsets, found) if len(rows) < ROWS_PER_KEY],
                          bands=[pair for pair, rows in zip(bands, found[len(subsets):]) if len(rows) < ROWS_PER_KEY])
         ids = sorted({int(i) for rows in found for i in rows})
-        return self._best(prop, ids), keys
+        return self._best(prop, ids, text), keys
+
+    def _text(self, assertion_id: int) -> str:
+        return self.conn.execute("SELECT text FROM assertion_rows WHERE id=?", (assertion_id,)).fetchone()[0]
 
     def add(self, assertion_id: int, keys: IndexKeys) -> None:
         self.conn.executemany("INSERT OR IGNORE INTO subsets_recent(key, assertion_id) VALUES(?,?)",
@@ -157,7 +161,7 @@ class NearDuplicateIndex:
         self.conn.executemany("INSERT OR IGNORE INTO lsh(band, hash, assertion_id) VALUES(?,?,?)",
                               [(b, h, assertion_id) for b, h in keys.bands])
 
-    def _best(self, prop: Proposition, ids: list[int]) -> int | None:
+    def _best(self, prop: Proposition, ids: list[int], text: str | None = None) -> int | None:
         cache = self._cache
         missing = [i for i in ids if i not in cache]
         if missing:
@@ -188,6 +192,9 @@ class NearDuplicateIndex:
                 continue  # "Debug logging is off" is not "Debug logging is on" ("on" is a stopword)
             if (theirs := value_marks(cache[cid][0])) and (ours := value_marks(mine)) and theirs != ours:
                 continue  # "ฐานข้อมูล: MySQL" is not "ฐานข้อมูล: PostgreSQL" (a fact that is no slot)
+            if text is not None and swap(cache[cid][0], mine) and swapped_in_place(
+                    self._text(cid), cache[cid][0], text, mine):
+                continue  # "… the web package first" is not "… the api package first" (ADR 0004)
             if best is None or score > best[0]:
                 best = (score, cid)
         return best[1] if best else None

@@ -304,6 +304,41 @@ def proposition(text: str) -> Proposition | None:
 VALUE_MARK = "\u2254"  # "≔": a token no text yields, naming the value of a fact that is no slot
 
 
+# A swapped word shorter than this that starts the other one is its short form ("prod"/"production",
+# "config"/"configur"), not another name.
+_SHORT_FORM_MIN = 3
+
+
+def swap(a: frozenset[str], b: frozenset[str]) -> tuple[str, str] | None:
+    """(a's word, b's word) when two token sets differ by one word put in place of another and nothing
+    else, else None. A short form ("prod"/"production") or an alias ("k8s"/"kubernetes") is the same word;
+    bigrams of scripts without spaces are parts of words, never whole ones."""
+    ours, theirs = a - b, b - a
+    if len(ours) != 1 or len(theirs) != 1:
+        return None
+    (x,), (y,) = ours, theirs
+    if has_unspaced(x) or has_unspaced(y) or _VALUE_ALIASES.get(x, x) == _VALUE_ALIASES.get(y, y):
+        return None
+    short, long = sorted((x, y), key=len)
+    return None if len(short) >= _SHORT_FORM_MIN and long.startswith(short) else (x, y)
+
+
+def _places(text: str, token: str) -> set[tuple[str | None, str | None]]:
+    """(word before, word after) of each place where `token` (stemmed) stands in `text`, stopwords kept."""
+    words = [w for w, is_word in split_words(fold(clean_markup(text).replace("`", " "))) if is_word]
+    return {(words[i - 1] if i else None, words[i + 1] if i + 1 < len(words) else None)
+            for i, w in enumerate(words) if stem(w) == token}
+
+
+def swapped_in_place(text_a: str, a: frozenset[str], text_b: str, b: frozenset[str]) -> bool:
+    """Do two near wordings state two facts: one word put in place of another between the same words,
+    and nothing else changed? "Deploy the web package first …" / "… the api package …", "… in the
+    Mumbai region" / "… in the Delhi region": a name, an identifier or a term swapped one for one. A word
+    that replaced a phrase ("(all approaches):" / ": TERRIBLE (") or stands elsewhere rewords the same fact."""
+    pair = swap(a, b)
+    return pair is not None and not _places(text_a, pair[0]).isdisjoint(_places(text_b, pair[1]))
+
+
 def value_marks(tokens: frozenset[str]) -> frozenset[str]:
     """The value tokens of a fact that is no slot: two such facts with other values are two claims."""
     return frozenset(t for t in tokens if t[0] == VALUE_MARK)

@@ -534,7 +534,7 @@ class GraphWriter:
         """Find the assertion this statement restates (exact key, else near-duplicate), or create it."""
         conn, prop = self.conn, statement.proposition
         row = conn.execute("SELECT id FROM assertions WHERE key=?", (prop.key,)).fetchone()
-        assertion_id, keys = (row[0], None) if row is not None else self.near.find(prop)
+        assertion_id, keys = (row[0], None) if row is not None else self.near.find(prop, statement.text)
         if assertion_id is None:
             assertion_id = self._insert_assertion(concept_id, prop.key, statement.text, prop.polarity,
                                                   " ".join(sorted(prop.tokens)), len(prop.tokens), prop.slot,

@@ -132,3 +132,53 @@ def test_a_claim_whose_polarity_a_memory_file_flipped_takes_no_near_wording_of_t
     fresh = _re_anchored_then_restated(tmp_path / "two", reopen=True)
     assert same_process == fresh
     assert ("The upload worker retries failed uploads", 1, 1) in same_process
+
+
+_SWAP_BASE = "Always deploy the web package first, before running the database migrations"
+# (another file's wording, agrees?) — each is a near wording of _SWAP_BASE (Jaccard >= 0.7)
+_SWAP_CASES = [
+    ("Always deploy the api package first, before running the database migrations", False),  # a name swapped
+    ("Always deploy the web bundle first, before running the database migrations", False),  # a term swapped
+    ("Always deploy the web package first, before running the schema migrations", False),
+    ("Before running the database migrations, always deploy the web package first", True),  # reordered
+    ("always deploy web package first before running database migrations!", True),  # articles, punctuation, case
+    ("Always deploys the web packages first, before we run the database migration", True),  # inflection
+    ("Always deploy the web package first, before running the database migrations on staging", True),  # filler
+    ("Always deploy the web pkg first, before running the db migrations", False),  # two words swapped: not J >= 0.7
+]
+
+
+def _agreeing(tmp_path, other: str) -> bool:
+    from ontology.ingest import Ontology
+    from ontology.artifact import Channel
+    from conftest import memory
+
+    onto = Ontology(tmp_path / "K", "shop", create=True)
+    try:
+        onto.ingest("release_a.md", memory("release-a", "release order", f"- {_SWAP_BASE}.\n"), Channel.CLI)
+        onto.ingest("release_b.md", memory("release-b", "release notes", f"- {other}.\n"), Channel.CLI)
+        with onto.reader() as conn:
+            return conn.execute("SELECT max(n_for) FROM assertions").fetchone()[0] >= 2
+    finally:
+        onto.close()
+
+
+def test_a_wording_that_swaps_one_name_is_another_fact_and_restatements_still_agree(tmp_path):
+    got = [(other, _agreeing(tmp_path / str(i), other)) for i, (other, _) in enumerate(_SWAP_CASES)]
+    assert got == _SWAP_CASES
+
+
+def test_a_swap_in_place_against_a_reworded_aside():
+    from ontology.normalize import proposition, swapped_in_place
+
+    def apart(a: str, b: str) -> bool:
+        return swapped_in_place(a, proposition(a).tokens, b, proposition(b).tokens)
+
+    assert apart("The staging cluster runs in the Mumbai region on spot nodes",
+                 "The staging cluster runs in the **Delhi** region on spot nodes")
+    assert not apart("Run the k8s deploy job from the infra repo each night",  # an alias
+                     "Run the kubernetes deploy job from the infra repo each night")
+    assert not apart("Run the smoke tests against prod after the deploy job ends",  # a short form
+                     "Run the smoke tests against production after the deploy job ends")
+    assert not apart("Cache for kv=4096 (all variants): 120ms for bs=64, too few pages",  # a phrase reworded
+                     "Cache for kv=4096: SLOW (120ms for bs=64), too few pages")

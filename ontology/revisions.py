@@ -65,7 +65,7 @@ def _re(pattern: str) -> re.Pattern[str]:
 _END = rf"(?=\s*(?:$|{_STOP}|\s(?:and|but|because|since|after|in|on|for|y|et|und|pero|mais|aber)\b))"
 _FROM_TO = [
     _re(rf"\b(?:changed|switched|migrated|moved|pivoted|upgraded|updated|downgraded|renamed|converted|shifted|"
-        rf"went|changes|switches|migrates|moves)\s+(?:(?!from\b)[^\s,;.]+\s+){{0,3}}?from\s+(?P<old>{_LATIN_VALUE})"
+        rf"went)\s+(?:(?!from\b)[^\s,;.]+\s+){{0,3}}?from\s+(?P<old>{_LATIN_VALUE})"
         rf"\s+to\s+(?P<new>{_LATIN_VALUE}){_END}"),
     _re(rf"\b(?:cambiad[oa]s?|cambió|migrad[oa]s?|migró|pasad[oa]s?|pasó|actualizad[oa]s?|actualizó)\s+"
         rf"(?:(?!de\b)[^\s,;.]+\s+){{0,2}}?de(?:sde)?\s+(?P<old>{_LATIN_VALUE})\s+a\s+(?P<new>{_LATIN_VALUE}){_END}"),
@@ -371,9 +371,11 @@ def revisions(text: str, identifiers: tuple[tuple[str, IdentifierStance], ...] =
     return tuple(r for r in out if not _old_still_holds(text, r))
 
 
-# A clause that keeps a value where it was: "laptops stay on Node 18", "Makefiles keep tabs", "the API
-# still runs Jest" (blind7). Said of a revision's old value, the change was scoped: nothing was replaced.
-_KEEPS = _re(r"\b(?:stay|stays|stayed|keep|keeps|kept|still|remain|remains|remained|unchanged|as before|bleib\w*|"
+# A clause that keeps a value where it was or goes back to it: "laptops stay on Node 18", "Makefiles keep
+# tabs", "then back to Heroku in May" (blind7). Said of a revision's old value, the change was scoped or
+# undone: nothing was replaced.
+_KEEPS = _re(r"\b(?:stay|stays|stayed|keep|keeps|kept|still|remain|remains|remained|unchanged|as before|back to|back on|"
+             r"reverted to|returned to|bleib\w*|zurück|de vuelta|de nouveau|"
              r"weiterhin|noch|sigue|siguen|todavía|aún|reste|restent|toujours)\b|まま|그대로|여전히|仍|还是|還是|依然|保留")
 _CLAUSE_END = re.compile(r"[;,.!?()（），；。！？]|\s[-\u2013\u2014]\s|\b(?:but|and|while|whereas)\b|但|しかし")
 

@@ -203,10 +203,17 @@ def test_an_update_is_shown_with_the_day_its_source_states_not_the_day_it_arrive
     "Upgraded CI from Node 18 to Node 20; laptops stay on Node 18 until the native module is fixed.",
     "Switched YAML files from tabs to spaces (yamllint complained); Makefiles keep tabs.",
     "Replaced Jest with Vitest in the web app, but the API still runs Jest.",
+    "Moved from Heroku to Fly in March, then back to Heroku in May.",
+    "Went from 3 to 5 replicas during the sale, back to 3 after.",
+    "The script migrates rows from `orders_old` to `orders` in batches of 500.",
+    "The modal switches from edit mode to view mode on save.",
+    "The redirect moves users from /login to /dashboard after auth.",
 ])
 def test_a_change_that_says_the_old_value_still_holds_elsewhere_revises_nothing(text):
     """blind7: "from Node 18 to Node 20; laptops stay on Node 18" recorded Node 18 as no longer holding,
-    while the same sentence says where it still does. A scoped change is not a replacement."""
+    while the same sentence says where it still does; "then back to Heroku" undoes the change. A scoped or
+    undone change is not a replacement, and what a thing does ("the script migrates rows from A to B")
+    is no change at all."""
     from ontology.revisions import revisions
     assert revisions(text) == ()
 

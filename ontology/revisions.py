@@ -101,7 +101,9 @@ _WAS_RE = _re(
 
 _REPLACED = [
     # X (was|has been) replaced by/with Y
-    _re(rf"(?P<old>{_LATIN_VALUE})\s+(?:(?:was|were|has been|have been|is|are|got|now|since|been|already)\s+)*"
+    # (the old value is never an auxiliary: "The old broker (Celery) has been replaced" named "has")
+    _re(rf"(?<!\w)(?P<old>(?!(?:has|have|had|was|were|is|are|been|got)\b){_LATIN_VALUE})\s+"
+        rf"(?:(?:was|were|has been|have been|is|are|got|now|since|been|already)\s+)*"
         rf"(?:replaced|superseded|succeeded)\s+(?:by|with)\s+(?P<new>{_LATIN_VALUE}){_END}"),
     # replaced X with/by Y (past tense only: "replace X with Y" is a plan or a rule)
     _re(rf"\breplaced\s+(?P<old>{_LATIN_VALUE})\s+(?:with|by)\s+(?P<new>{_LATIN_VALUE}){_END}"),
@@ -330,7 +332,7 @@ def revisions(text: str, identifiers: tuple[tuple[str, IdentifierStance], ...] =
         _add(out, RevisionRule.WAS, old, new)
     for pattern in _REPLACED if _GATE_REPLACED.search(text) else ():
         for m in pattern.finditer(text):
-            if not quoted(m):
+            if not quoted(m) and not _routine(text, m.group(0)):
                 _add(out, RevisionRule.REPLACED, m.group("old"), m.group("new"))
     if _GATE_INSTEAD.search(text) and _CHANGE_CUE.search(text) and not _CONDITION.search(text):
         for pattern in _INSTEAD:
@@ -396,6 +398,19 @@ def _old_still_holds(text: str, revision: Revision) -> bool:
         if _KEEPS.search(clause):
             return True
     return False
+
+
+# What a process does over and over ("the cache entry is replaced by a fresh one every 10 minutes", "the
+# old key is replaced by the new key every 90 days", "placeholders are replaced with the user's name"):
+# a routine, not a change of what holds (blind7).
+_RECURRING = _re(r"\b(?:every|each|whenever|daily|nightly|hourly|weekly|automatically|jede[nrs]?|cada|chaque)\b"
+                 r"|毎|매번|每")
+_PRESENT_PASSIVE = _re(r"\b(?:is|are|gets|get)\s+(?:replaced|superseded)\b")
+_NOW_WORD = _re(r"\bnow\b")
+
+
+def _routine(text: str, wording: str) -> bool:
+    return bool(_RECURRING.search(text)) or (bool(_PRESENT_PASSIVE.search(wording)) and not _NOW_WORD.search(text))
 
 
 def _arrow(text: str, m: re.Match[str]) -> tuple[str, str] | None:

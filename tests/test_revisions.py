@@ -208,6 +208,9 @@ def test_an_update_is_shown_with_the_day_its_source_states_not_the_day_it_arrive
     "The script migrates rows from `orders_old` to `orders` in batches of 500.",
     "The modal switches from edit mode to view mode on save.",
     "The redirect moves users from /login to /dashboard after auth.",
+    "The cache entry is replaced by a fresh one every 10 minutes.",
+    "Keys are rotated: the old key is replaced by the new key every 90 days.",
+    "Placeholders like `{name}` are replaced with the user's name in emails.",
 ])
 def test_a_change_that_says_the_old_value_still_holds_elsewhere_revises_nothing(text):
     """blind7: "from Node 18 to Node 20; laptops stay on Node 18" recorded Node 18 as no longer holding,
@@ -224,3 +227,6 @@ def test_a_change_whose_old_value_is_only_named_again_still_revises():
         == [("Node 18", "Node 20")]
     assert [(r.old, r.new) for r in revisions("Switched the queue from Celery to RQ; RQ still needs Redis.")] \
         == [("Celery", "RQ")]
+    assert [(r.old, r.new) for r in revisions("Celery was replaced by RQ in March.")] == [("Celery", "RQ")]
+    assert [r.old for r in revisions("The old broker (Celery) has been replaced with RQ.")] in ([], ["Celery"]), \
+        "an auxiliary, or a piece of one, is no old value"

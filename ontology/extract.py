@@ -8,6 +8,7 @@ graph: a statement carries the concept keys it mentions, in order, and a fallbac
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import PurePosixPath
@@ -122,10 +123,41 @@ class Extraction:
     index_revisions: tuple[tuple[str, Revision], ...] = ()  # (index prose verbatim, a revision it states)
 
 
+def _other_script(text: str) -> bool:
+    """Does `text` hold a letter of a script other than Latin (Cyrillic, Greek, Han, kana, Hangul …)?"""
+    return not text.isascii() and any(
+        ch.isalpha() and not ch.isascii() and not unicodedata.name(ch, "").startswith("LATIN") for ch in text)
+
+
+_HAN_RE = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003ffff]")
+
+
+def _script_key(text: str) -> str:
+    """The key of a name in another script, in that script: lowercased words joined by "-", each Han
+    character a word of its own (so n-gram mentions find "部署" in "部署手順" as they found its pinyin
+    syllables; a kana or Thai run stays one word, as its transliteration was), combining marks kept on
+    their letters (Devanagari vowel signs)."""
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    spaced = "".join(f"-{ch}-" if _HAN_RE.match(ch) else ch if ch.isalnum() or unicodedata.category(ch) in ("Mn", "Mc")
+                     else "-" for ch in folded)
+    words = [w for w in spaced.split("-") if w]
+    key = ""
+    for word in words:  # whole words up to MAX_CONCEPT_KEY, as slugify's word_boundary cuts
+        if len(key) + len(word) + (1 if key else 0) > MAX_CONCEPT_KEY:
+            break
+        key = f"{key}-{word}" if key else word
+    return key or "-".join(words)[:MAX_CONCEPT_KEY]
+
+
 @lru_cache(maxsize=16_384)  # section names and file stems recur in every ledger entry and link
 def concept_key(text: str) -> str:
-    """A slug of the text; a name with nothing to transliterate ("🚀.md", "🔥.md") is keyed by its code
-    points, not one shared "untitled" that merged every such file into one concept."""
+    """A slug of the text. A name in another script keeps that script (`_script_key`): transliterated,
+    "部署" and "布署" were both "bu-shu", "石", "十" and "時" all "shi", "Мир" was the Latin "mir", so two
+    files shared one concept and each topic file showed the other's notes. ASCII and Latin names keep
+    their slug. A name with nothing to transliterate ("🚀.md", "🔥.md") is keyed by its code points, not
+    one shared "untitled" that merged every such file into one concept."""
+    if _other_script(text) and (key := _script_key(text)):
+        return key
     slug = slugify(text, max_length=MAX_CONCEPT_KEY, word_boundary=True)
     if slug:
         return slug

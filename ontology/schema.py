@@ -12,7 +12,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TypeVar
 
-SCHEMA_VERSION = 19  # 2: lsh is WITHOUT ROWID; 3: 15x4 LSH bands; 4: subsets (exact short near-dups);
+SCHEMA_VERSION = 20  # 2: lsh is WITHOUT ROWID; 3: 15x4 LSH bands; 4: subsets (exact short near-dups);
 # 5: evidence aggregates kept by delta (ontology/aggregate.py); 6: trigram indexes for CJK search
 # 7: memory_files (newest text of each memory file and of the index, for the projection)
 # 8: source identities fold NFC/NFD and case of file names; 9: NFC only, case kept (layout.name_key)
@@ -28,6 +28,8 @@ SCHEMA_VERSION = 19  # 2: lsh is WITHOUT ROWID; 3: 15x4 LSH bands; 4: subsets (e
 # 18: generic and heading-scoped slots, numbered items per file (derived rows rebuilt; ADR 0009, session 6)
 # 19: assertions split into assertion_rows (text) and verdicts (evidence, clustered by slot) behind the view
 #     `assertions` (ADR 0007, "Session 6")
+# 20: concept keys of names in other scripts keep their script ("部-署", "мир"), not a transliteration that
+#     two names could share (ADR 0005, session 7)
 # A writer holding the lock is normal (one artifact at a time); wait for it rather than fail.
 BUSY_TIMEOUT_MS = 30_000
 WAL_AUTOCHECKPOINT_PAGES = 16_384

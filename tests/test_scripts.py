@@ -266,6 +266,21 @@ def test_files_named_only_with_emoji_stay_separate_concepts(tmp_path):
     assert view.read("🚀.md") == a.encode() and view.read("🔥.md") == b.encode()
 
 
+@pytest.mark.parametrize(("first", "second"), [
+    ("部署.md", "布署.md"),  # "deploy" and a homophone: both "bu-shu" in pinyin
+    ("石.md", "時.md"),  # "stone" and "time": both "shi"
+    ("Мир.md", "mir.md"),  # Cyrillic and Latin: both "mir"
+    ("Орёл.md", "Орел.md"),  # ё and е: both "orel"
+])
+def test_names_in_other_scripts_that_transliterate_alike_stay_separate_concepts(tmp_path, first, second):
+    """Concept keys were transliterations, so two names that read alike in Latin letters shared one
+    concept, and each file's appendix listed the other file's notes as what "other sources" add."""
+    a, b = note("one", "- Releases go out on Tuesday after the smoke tests.\n"), \
+        note("two", "- Hotfixes skip the release train and go out at once.\n")
+    onto, view = ingest(tmp_path, {first: a, second: b})
+    assert view.read(first) == a.encode() and view.read(second) == b.encode()
+
+
 def test_a_fact_that_is_no_slot_never_agrees_with_another_value(tmp_path):
     """A Thai key is no slot subject (we cannot tell it is specific), and Thai is compared by bigrams: the
     key alone made "ฐานข้อมูล: MySQL" and "ฐานข้อมูล: PostgreSQL" 80 % alike, so they agreed."""

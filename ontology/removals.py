@@ -160,9 +160,18 @@ def _removed_at(text: str, start: int, end: int, lang: Lang) -> bool:
                 return True
     for cue_lang, before in _BEFORE_LATIN.items():
         if _latin_ok(lang, cue_lang) and re.search(before, text[:start], re.IGNORECASE):
-            if cue_lang is not Lang.DE or re.match(r"\s+mehr\b", text[end:], re.IGNORECASE):
-                return True
+            if cue_lang is Lang.DE and not re.match(r"\s+mehr\b", text[end:], re.IGNORECASE):
+                continue
+            if _FROM_PLACE.match(text, end):
+                continue  # "removed `node_modules` from the Docker context": it stays everywhere else
+            return True
     return False
+
+
+# "removed `x` from <a place>" takes x out of that place only (blind7: "removed `node_modules` from the
+# Docker context" disputed a file installing it in the build stage); from the whole code it is gone.
+_FROM_PLACE = re.compile(r"[`'\")\s]*from\s+(?!(?:the\s+|our\s+)?(?:codebase|code\s?base|code|repo|repository|project|"
+                         r"source tree|tree|everywhere|main|master)\b)", re.IGNORECASE)
 
 
 def _latin_ok(lang: Lang, cue_lang: Lang) -> bool:

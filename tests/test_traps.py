@@ -146,3 +146,15 @@ def test_a_category_acronym_alone_does_not_name_one_thing(onto):
     onto.ingest("2026-04-03T0900Z_e001.md", ledger("s7", "- CI: Buildkite", timestamp="2026-04-03T09:00:00Z"),
                 Channel.CLI)
     assert {"CI: Jenkins", "CI: Codemagic"} <= set(_disputed(onto)), "a session's value still disputes them"
+
+
+def test_a_removal_from_one_place_leaves_the_thing_in_use_elsewhere(onto):
+    """blind7: "We removed `node_modules` from the Docker context" disputed a file saying `node_modules`
+    is installed in the build stage. Taken out of one place, it is not gone; out of the codebase, it is."""
+    onto.ingest("session_cleanup.md", memory("cleanup", "cleanup", "- We removed `node_modules` from the Docker "
+                                             "context.\n- Removed `legacy_sync` from the codebase."), Channel.CLI)
+    onto.ingest("reference_build.md", memory("build", "build", "- `node_modules` is installed in the build stage.\n"
+                                             "- The nightly job calls `legacy_sync` after the export."), Channel.CLI)
+    disputed = _disputed(onto)
+    assert not any("node_modules" in d for d in disputed), disputed
+    assert any("legacy_sync" in d for d in disputed), disputed

@@ -77,7 +77,7 @@ _NOT_FOR_GOOD = re.compile(
 # Any word about removing, in any form: a statement using one names nothing as in use.
 _REMOVAL_ANY = re.compile(
     r"\b(?:remov\w*|delet\w*|drop\w*|entfern\w*|lösch\w*|gelösch\w*|elimin\w*|borr\w*|supprim\w*|"
-    r"kill\w*|disabled?|abandon\w*|deprecat\w*|retir\w*)\b|删|移除|停掉|弃|退役|下线|停用|淘汰|削除|廃止|삭제|제거|폐기|중단",
+    r"kill\w*|disabled?|abandon\w*|deprecat\w*|retir\w*|gone|went away|got rid|decommission\w*|sunset\w*)\b|删|移除|停掉|弃|退役|下线|停用|淘汰|削除|廃止|삭제|제거|폐기|중단",
     re.IGNORECASE)
 # A mention in an iteration log ("Iter 1: …", "Phase 2 DONE: …") records a past or passing state, not a use.
 _RECORD = re.compile(r"^\W*(?:iter(?:ation)?|phase|step|stage|wave|sprint|round|milestone)\s*\d", re.IGNORECASE)
@@ -85,6 +85,10 @@ _RECORD = re.compile(r"^\W*(?:iter(?:ation)?|phase|step|stage|wave|sprint|round|
 # use; an arrow elsewhere in the clause is a flow ("reads `x` … BSR→report→LINE") and says nothing of it.
 _ARROW = re.compile(r"→|->|⇒|=>")
 ARROW_REACH = 4  # characters on either side of the identifier
+# A mention under a condition ("If you see `x` in a stack trace, the image is stale") says what to do
+# should it turn up, not that it is in use (blind7).
+_IF = re.compile(r"\b(?:if|unless|in case|whenever|should you|wenn|falls|si|cuando|quand|se)\b|如果|假如|場合|なら|경우|으면",
+                 re.IGNORECASE)
 # Words that make a mention historical or a migration, so it is not a statement of use.
 _HISTORY = re.compile(
     r"\b(?:was|were|previously|formerly|used to|replaced|replaces|instead|legacy|deprecated|obsolete|old|"
@@ -192,7 +196,7 @@ def identifier_stances(text: str, polarity: int) -> tuple[tuple[str, IdentifierS
     if polarity < 0 or _RECORD.search(text):
         return tuple(out.items())
     for unit in _paren_units(text):  # a parenthesis is its own unit: "需删除(… `x` …)" names x plainly
-        if _REMOVAL_ANY.search(unit) or _FUTURE.search(unit):
+        if _REMOVAL_ANY.search(unit) or _FUTURE.search(unit) or _IF.search(unit):
             continue
         for clause in _clauses(unit):
             if not _HISTORY.search(clause):

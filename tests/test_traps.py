@@ -158,3 +158,18 @@ def test_a_removal_from_one_place_leaves_the_thing_in_use_elsewhere(onto):
     disputed = _disputed(onto)
     assert not any("node_modules" in d for d in disputed), disputed
     assert any("legacy_sync" in d for d in disputed), disputed
+
+
+def test_a_mention_under_a_condition_is_not_a_use(onto):
+    """blind7: "If you see `legacy_sync` in a stack trace, the worker image is stale" disputed the file that
+    says `legacy_sync` was removed; it says what to do should it turn up, not that it runs. Nor does a line
+    saying why it "went away"."""
+    onto.ingest("project_sync.md", memory("sync", "sync removal", "- `legacy_sync` was removed on 2026-05-12."),
+                Channel.CLI)
+    onto.ingest("reference_debug.md", memory("debug", "debugging", "- If you see `legacy_sync` in a stack trace, "
+                                             "the worker image is stale: redeploy it.\n- The changelog for 4.0 "
+                                             "explains why `legacy_sync` went away."), Channel.CLI)
+    assert _disputed(onto) == []
+    onto.ingest("reference_jobs.md", memory("jobs", "jobs", "- The nightly job calls `legacy_sync` after the export."),
+                Channel.CLI)
+    assert any("legacy_sync" in d for d in _disputed(onto)), "a plain use still disputes the removal"

@@ -39,6 +39,53 @@ _PIECE_NO_PATH_RE = re.compile(
     rf"|(?P<word>[^\W{_UNSPACED}]+(?:'[^\W{_UNSPACED}]+)?)"
     r"|(?P<eq>=)")
 _PATH_CHARS = frozenset("/\\.")
+# The path branch fails at each start inside a long run with no path ("a-a-a-…b.", 4 KB in 4 s): the
+# engine scans the rest of the run again from every word in it. Text with no run of this many non-space
+# characters bounds that scan (no piece crosses a space); longer runs go through `_pieces`.
+_LONG_RUN_RE = re.compile(r"\S{64}")
+_PATH_A_RE = re.compile(rf"~?(?:{_W}|[-.~])*[/\\](?:{_W}|[-./\\~])*{_W}")
+_PATH_B_RE = re.compile(rf"{_W}+(?:[-.]{_W}+)*\.[a-z][a-z0-9]{{0,4}}\b")
+_A_RUN_RE = re.compile(rf"(?:{_W}|[-./\\~])+")  # where a failed path start fails for every later start too
+_B_CHAIN_RE = re.compile(rf"{_W}+(?:[-.]{_W}+)*")  # where a failed file-name start fails for every later one
+_PATH_START_RE = re.compile(rf"{_W}|[-./\\~]")
+_W_RE = re.compile(_W)
+
+
+def _pieces(text: str) -> list[tuple[str, int, int]]:
+    """(group, start, end) of each `_PIECE_RE` match of `text`, the same as its `finditer`, in linear time:
+    where a path or file-name branch fails, it fails for every later start in the same run (its tail
+    holds no more than the run did), so the run is marked and those branches are not tried there again."""
+    out: list[tuple[str, int, int]] = []
+    n, pos, a_dead, b_dead = len(text), 0, -1, -1
+    while pos < n:
+        other = _PIECE_NO_PATH_RE.search(text, pos)
+        upto = other.start() if other else n  # a path may start before the next other piece, or at it
+        found = None
+        at = pos
+        while found is None and (start := _PATH_START_RE.search(text, at, min(upto + 1, n))) is not None:
+            at = start.start()
+            if at >= a_dead:
+                if (found := _PATH_A_RE.match(text, at)) is None:
+                    a_dead = _A_RUN_RE.match(text, at).end()  # type: ignore[union-attr]
+            if found is None and at >= b_dead and _W_RE.match(text, at):
+                if (found := _PATH_B_RE.match(text, at)) is None:
+                    b_dead = _B_CHAIN_RE.match(text, at).end()  # type: ignore[union-attr]
+            at += 1
+        if found is not None:
+            out.append(("path", found.start(), found.end()))
+            pos = found.end()
+        elif other is not None:
+            out.append((other.lastgroup or "", other.start(), other.end()))
+            pos = other.end()
+        else:
+            break
+    return out
+
+
+def _spans(text: str, pieces: re.Pattern[str]) -> list[tuple[str, int, int]]:
+    if pieces is _PIECE_RE and _LONG_RUN_RE.search(text):
+        return _pieces(text)
+    return [(m.lastgroup or "", m.start(), m.end()) for m in pieces.finditer(text)]
 
 
 @functools.cache
@@ -99,6 +146,10 @@ def words(text: str) -> list[tuple[str, bool]]:
     pieces = _PIECE_RE if not _PATH_CHARS.isdisjoint(text) else _PIECE_NO_PATH_RE
     if not text.isascii() and _mark_run().search(text):
         return _with_marks(text, pieces)
+    if pieces is _PIECE_RE and _LONG_RUN_RE.search(text):
+        for group, start, end in _pieces(text):
+            out.extend(((gram, False) for gram in bigrams(text[start:end])) if group == "run" else ((text[start:end], True),))
+        return out
     for m in pieces.finditer(text):
         if m.lastgroup == "run":
             out.extend((gram, False) for gram in bigrams(m.group()))
@@ -115,14 +166,13 @@ def _with_marks(text: str, pieces: re.Pattern[str]) -> list[tuple[str, bool]]:
     marks = _mark_run()
     out: list[tuple[str, bool]] = []
     word_end = -1  # where the last word piece (with its marks) ended, -1 if the last piece was no word
-    for m in pieces.finditer(text):
-        start, end = m.span()
-        if m.lastgroup == "run":
-            out.extend((gram, False) for gram in bigrams(m.group()))
+    for group, start, end in _spans(text, pieces):
+        if group == "run":
+            out.extend((gram, False) for gram in bigrams(text[start:end]))
             word_end = -1
             continue
-        if m.lastgroup == "eq":
-            out.append((m.group(), True))
+        if group == "eq":
+            out.append((text[start:end], True))
             word_end = -1
             continue
         if (tail := marks.match(text, end)) is not None:

@@ -57,23 +57,23 @@ def test_zero_for_two_against_is_contradictory(onto):
     """Exclusive alternatives give evidence against a claim nobody else supports (a key naming its
     subject: a bare "database" in a topic file is that file's own, ADR 0009)."""
     _ingest_all(onto, [
-        ("a.md", memory("db-a", "SQL database: postgres")),
-        ("b.md", memory("db-b", "SQL database: mysql")),
-        ("c.md", memory("db-c", "SQL database: mysql")),
-        ("d.md", memory("db-d", "The SQL database is MySQL")),
+        ("a.md", memory("db-a", "Orders DB: postgres")),
+        ("b.md", memory("db-b", "Orders DB: mysql")),
+        ("c.md", memory("db-c", "Orders DB: mysql")),
+        ("d.md", memory("db-d", "The Orders DB is MySQL")),
     ])
     by_text = _by_text(onto)
-    postgres = by_text["SQL database: postgres"]
+    postgres = by_text["Orders DB: postgres"]
     assert (postgres.n_for, postgres.n_against) == (1, 3)
     assert postgres.status == "CONTRADICTORY"
-    mysql = by_text["SQL database: mysql"]
+    mysql = by_text["Orders DB: mysql"]
     assert (mysql.n_for, mysql.n_against, mysql.status) == (3, 1, "AFFIRMATIVE")
 
 
 def test_value_conflict_is_labelled_on_both_sides(onto):
-    _ingest_all(onto, [("a.md", memory("db-a", "SQL database: postgres")), ("b.md", memory("db-b", "SQL database: mysql"))])
+    _ingest_all(onto, [("a.md", memory("db-a", "Orders DB: postgres")), ("b.md", memory("db-b", "Orders DB: mysql"))])
     by_text = _by_text(onto)
-    for text in ("SQL database: postgres", "SQL database: mysql"):
+    for text in ("Orders DB: postgres", "Orders DB: mysql"):
         assert by_text[text].status == "CONTESTED"
         implied = [s for s in by_text[text].sources if s.implied]
         assert len(implied) == 1 and implied[0].stance == -1

@@ -205,7 +205,7 @@ _DIGIT_RE = re.compile(r"\d")
 _SENTENCE_RE = re.compile(r"(?<=[.!?;。！？；])\s+")
 # Plans and intentions say nothing about the current value.
 _FUTURE_RE = re.compile(
-    r"\b(?:will|should|going to|plan(?:ned)? to|next (?:week|session|time)|later|someday|próxim[oa]|"
+    r"\b(?:will|should|would|could|might|going to|plan(?:ned)? to|next (?:week|session|time)|later|someday|próxim[oa]|"
     r"hasta que|until|when .* required|wird|werden|soll|prévu|sera|"
     # A condition or a goal is not the value either: "5 agents if the budget passes", "0.73 — target".
     r"if|unless|target(?:ed|s)?|goal|aim(?:ing)? (?:at|for)|wenn|falls|jeśli|jeżeli|eğer|nếu|indien|qualora)\b"
@@ -308,8 +308,10 @@ def _sentence_facts(plain: str, when: str | None) -> list[Fact]:
     return list(out.values())
 
 
-# A scope right after a value: "0.71 on the public split", "2 agents in staging" (a value of that scope).
-_QUALIFIER_RE = re.compile(r"\s*(?:on|in|for|under|per|at|en|sur|dans|auf|im|für)\s+(?:the\s+|la\s+|le\s+|el\s+|der\s+|dem\s+)?"
+# A scope right after a value: "0.71 on the public split", "2 agents in staging", "0.70 with the baseline
+# features" (a value of that scope or setup).
+_QUALIFIER_RE = re.compile(r"\s*(?:on|in|for|under|per|at|with|without|before|after|using|en|sur|dans|auf|im|für|mit|ohne|con|sin|avec|sans)"
+                           r"\s+(?:the\s+|la\s+|le\s+|el\s+|der\s+|dem\s+|den\s+)?"
                            r"(?P<q>[A-Za-z][\w\-]*)", re.IGNORECASE)
 
 
@@ -526,6 +528,14 @@ def _claim_supersedes(newer: Said, older: Said) -> bool:
         and older.value == Status.PENDING.name.lower()
 
 
+def _scope_named(claim: Said, hook: Said) -> bool:
+    """Whether a file's scoped value speaks of what its index line does: "9 agents sur VPS" of a line about
+    "OpenClaw 10 agents VPS Hetzner", yes; "0.701 with the baseline features" of "Best score: 0.742", no:
+    that is another setup's score, not a newer value of the line (blind7)."""
+    scope = claim.value.partition("@")[2]
+    return not scope or scope == hook.value.partition("@")[2] or scope in fold(hook.text).split()
+
+
 def value_updates(said: list[Said]) -> list[tuple[Said, Said, Rule]]:
     """(newer, older, rule) over everything said about one subject: a claim superseded by the newest
     claim that replaces it; an index line's count, metric or item status by its own file's value."""
@@ -538,7 +548,8 @@ def value_updates(said: list[Said]) -> list[tuple[Said, Said, Rule]]:
         if newest:
             out.append((min(newest, key=lambda s: (s.assertion or 0, s.source)), older, Rule.VALUE))
     for hook in (s for s in said if s.hook and s.kind != FactKind.VERSION.value):
-        own = [c for c in claims if c.owner == hook.owner and c.kind == hook.kind and comparable(c.value, hook.value)]
+        own = [c for c in claims if c.owner == hook.owner and c.kind == hook.kind and comparable(c.value, hook.value)
+               and _scope_named(c, hook)]
         values = {_number(c.value) for c in own}
         if len(values) != 1 or _number(hook.value) in values:
             continue  # the file states the hook's value too, or several: nothing plainly stale

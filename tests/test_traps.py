@@ -173,3 +173,20 @@ def test_a_mention_under_a_condition_is_not_a_use(onto):
     onto.ingest("reference_jobs.md", memory("jobs", "jobs", "- The nightly job calls `legacy_sync` after the export."),
                 Channel.CLI)
     assert any("legacy_sync" in d for d in _disputed(onto)), "a plain use still disputes the removal"
+
+
+def test_an_index_line_is_not_stale_against_another_setup_or_a_hypothetical(onto):
+    """blind7: MEMORY.md said "project_model.md now says Best score: 0.701 with the baseline features" on
+    the line "Best score: 0.742" (the file's 0.742 is the ensemble's), and "now says RunnerPool 4 workers
+    would be enough" on "RunnerPool 6 workers". Another setup's value and a hypothetical say nothing stale;
+    a value of the line's own scope still does."""
+    onto.ingest("project_model.md", memory("model", "scores", "- Best score: 0.701 with the baseline features.\n"
+                                           "- The ensemble reached 0.742."), Channel.CLI)
+    onto.ingest("project_runners.md", memory("runners", "runners", "- RunnerPool 4 workers would be enough for "
+                                             "nightly jobs, per the estimate."), Channel.CLI)
+    onto.ingest("project_bots.md", memory("bots", "bots", "- BotFleet 9 agents sur VPS Hetzner."), Channel.CLI)
+    onto.ingest("MEMORY.md", "# Memory\n\n- [Model](project_model.md) — Best score: 0.742\n"
+                             "- [Runners](project_runners.md) — RunnerPool 6 workers\n"
+                             "- [Bots](project_bots.md) — BotFleet 10 agents VPS Hetzner\n".encode(), Channel.CLI)
+    stale = [u for u in _updates(onto) if u.startswith("supersede:index")]
+    assert len(stale) == 1 and "BotFleet 9 agents" in stale[0], stale

@@ -43,6 +43,10 @@ ROWS_PER_KEY = 20  # rows read per key (oldest first): bounds a lookup when a ke
 # random keys dirtied most of its leaf pages at every commit (2,651 of a batch's 6,565 WAL pages at 30k
 # Zipf artifacts), and the checkpoint copied them back; the small table stays a few hundred pages, and
 # the big one is rewritten once per ~9 batches instead of at each (ADR 0007, "Session 6").
+# `subsets_recent` is appended in arrival order (rowid), so one artifact's ~28 keys land on its last page
+# or two instead of ~26 random leaves (31 of a single POST's 75 WAL pages, ADR 0007 "Session 7"); the
+# writer looks them up in memory (`_recent_rows`, read back from the table when it opens or when
+# another connection has committed), ~10 MiB at RECENT_ROWS rows.
 RECENT_ROWS = 65_536
 # Candidate token sets kept in memory (~600 bytes each, so <= ~40 MiB): a Zipf vocabulary makes the same
 # assertions candidates again and again, and fetching them was a third of the near-duplicate cost.
@@ -87,14 +91,10 @@ class IndexKeys:
 
 @lru_cache(maxsize=128)
 def _lookup_sql(n_subsets: int, n_bands: int) -> str:
-    """One row, one column per key: that key's first ROWS_PER_KEY assertion ids, comma-joined. A
-    subset key's rows are those of both its tables (the oldest ROWS_PER_KEY of their union)."""
+    """One row, one column per key: that key's first ROWS_PER_KEY assertion ids in `subsets` (the rows
+    in `subsets_recent` are read from memory), comma-joined."""
     column = "(SELECT group_concat(assertion_id) FROM (SELECT assertion_id FROM {} LIMIT %d))" % ROWS_PER_KEY
-    # Every id in subsets is older (smaller) than every id in subsets_recent (`settle` moves all of them
-    # at once, and new assertions get larger ids), so the first rows of subsets then of subsets_recent,
-    # each in key order, are the union's oldest: no sort.
-    subset = "subsets WHERE key=?%(k)d UNION ALL SELECT assertion_id FROM subsets_recent WHERE key=?%(k)d"
-    return "SELECT " + ", ".join([column.format(subset % {"k": k + 1}) for k in range(n_subsets)]
+    return "SELECT " + ", ".join([column.format(f"subsets WHERE key=?{k + 1}") for k in range(n_subsets)]
                                  + [column.format(f"lsh WHERE band=?{n_subsets + 2 * b + 1} AND "
                                                   f"hash=?{n_subsets + 2 * b + 2}") for b in range(n_bands)])
 
@@ -108,11 +108,33 @@ class NearDuplicateIndex:
         # polarity changes when a memory file re-anchors the assertion, which must call `changed`; ids are
         # never reused except after a rollback, which must call `forget`.
         self._cache: dict[int, tuple[frozenset[str], str | None, str | None, int]] = {}
-        self._recent: int | None = None  # rows in subsets_recent; None: count them at the next `settle`
+        # subsets_recent as key -> its assertion ids, oldest first, and the number of rows; None: read it
+        # back from the table at the next use (on open, after a rollback, after another writer's commit).
+        self._recent_rows: dict[int, list[int]] | None = None
+        self._recent = 0
+        self._data_version: int | None = None
 
     def forget(self) -> None:
         self._cache.clear()
-        self._recent = None  # a rollback took back rows this count included
+        self._recent_rows = None  # a rollback took back rows it held
+
+    def begin(self) -> None:
+        """At the start of a write transaction: another connection (a second writer process, between
+        our transactions) may have filed keys since we read the table; then read it again."""
+        version = self.conn.execute("PRAGMA data_version").fetchone()[0]
+        if version != self._data_version:
+            self._recent_rows = None
+            self._data_version = version
+
+    def _recent_table(self) -> dict[int, list[int]]:
+        if self._recent_rows is None:
+            rows: dict[int, list[int]] = {}
+            for key, assertion_id in self.conn.execute("SELECT key, assertion_id FROM subsets_recent "
+                                                       "ORDER BY assertion_id, rowid"):
+                rows.setdefault(key, []).append(assertion_id)
+            self._recent_rows = rows
+            self._recent = sum(len(ids) for ids in rows.values())
+        return self._recent_rows
 
     def changed(self, assertion_id: int) -> None:
         """An assertion's polarity changed (a memory file re-anchored it, `store._maybe_move_owner`): its
@@ -122,14 +144,15 @@ class NearDuplicateIndex:
     def settle(self) -> None:
         """Before a commit: once subsets_recent holds RECENT_ROWS rows, move them all into subsets, in
         key order (one pass over its leaves), and empty it."""
-        if self._recent is None:
-            self._recent = self.conn.execute("SELECT count(*) FROM subsets_recent").fetchone()[0]
+        recent = self._recent_table()
         if self._recent < RECENT_ROWS:
             return
         # No row can conflict (the keys are new assertions'); OR IGNORE spares the statement journal a plain
         # INSERT keeps in case it fails halfway (in memory: +26 MB of peak RSS at 100k artifacts).
-        self.conn.execute("INSERT OR IGNORE INTO subsets(key, assertion_id) SELECT key, assertion_id FROM subsets_recent")
+        self.conn.execute("INSERT OR IGNORE INTO subsets(key, assertion_id) "
+                          "SELECT key, assertion_id FROM subsets_recent ORDER BY key, assertion_id")
         self.conn.execute("DELETE FROM subsets_recent")
+        recent.clear()
         self._recent = 0
 
     def find(self, prop: Proposition, text: str | None = None) -> tuple[int | None, IndexKeys]:
@@ -145,6 +168,14 @@ class NearDuplicateIndex:
         params = subsets + [x for pair in bands for x in pair]
         row = self.conn.execute(_lookup_sql(len(subsets), len(bands)), params).fetchone() if params else ()
         found = [column.split(",") if column else [] for column in row]
+        if subsets:
+            # Every id in subsets is older (smaller) than every id in subsets_recent (`settle` moves all of
+            # them at once, and new assertions get larger ids): a key's oldest rows are those of subsets,
+            # then those waiting in memory.
+            recent = self._recent_table()
+            for k, key in enumerate(subsets):
+                if (waiting := recent.get(key)) and len(found[k]) < ROWS_PER_KEY:
+                    found[k] = found[k] + waiting[:ROWS_PER_KEY - len(found[k])]
         keys = IndexKeys(subsets=[k for k, rows in zip(subsets, found) if len(rows) < ROWS_PER_KEY],
                          bands=[pair for pair, rows in zip(bands, found[len(subsets):]) if len(rows) < ROWS_PER_KEY])
         ids = sorted({int(i) for rows in found for i in rows})
@@ -154,10 +185,15 @@ class NearDuplicateIndex:
         return self.conn.execute("SELECT text FROM assertion_rows WHERE id=?", (assertion_id,)).fetchone()[0]
 
     def add(self, assertion_id: int, keys: IndexKeys) -> None:
-        self.conn.executemany("INSERT OR IGNORE INTO subsets_recent(key, assertion_id) VALUES(?,?)",
-                              [(k, assertion_id) for k in keys.subsets])
-        if self._recent is not None:
-            self._recent += len(keys.subsets)
+        recent = self._recent_table()
+        new = []
+        for key in keys.subsets:
+            ids = recent.setdefault(key, [])
+            if assertion_id not in ids:
+                ids.append(assertion_id)  # the newest id: the list stays oldest first
+                new.append((key, assertion_id))
+        self.conn.executemany("INSERT INTO subsets_recent(key, assertion_id) VALUES(?,?)", new)
+        self._recent += len(new)
         self.conn.executemany("INSERT OR IGNORE INTO lsh(band, hash, assertion_id) VALUES(?,?,?)",
                               [(b, h, assertion_id) for b, h in keys.bands])
 

@@ -12,7 +12,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TypeVar
 
-SCHEMA_VERSION = 20  # 2: lsh is WITHOUT ROWID; 3: 15x4 LSH bands; 4: subsets (exact short near-dups);
+SCHEMA_VERSION = 21  # 2: lsh is WITHOUT ROWID; 3: 15x4 LSH bands; 4: subsets (exact short near-dups);
 # 5: evidence aggregates kept by delta (ontology/aggregate.py); 6: trigram indexes for CJK search
 # 7: memory_files (newest text of each memory file and of the index, for the projection)
 # 8: source identities fold NFC/NFD and case of file names; 9: NFC only, case kept (layout.name_key)
@@ -30,6 +30,7 @@ SCHEMA_VERSION = 20  # 2: lsh is WITHOUT ROWID; 3: 15x4 LSH bands; 4: subsets (e
 #     `assertions` (ADR 0007, "Session 6")
 # 20: concept keys of names in other scripts keep their script ("部-署", "мир"), not a transliteration that
 #     two names could share (ADR 0005, session 7)
+# 21: subsets_recent in arrival order, without a key index (looked up in the writer's memory; ADR 0007, "Session 7")
 # A writer holding the lock is normal (one artifact at a time); wait for it rather than fail.
 BUSY_TIMEOUT_MS = 30_000
 WAL_AUTOCHECKPOINT_PAGES = 16_384
@@ -99,8 +100,9 @@ CREATE TABLE IF NOT EXISTS lsh(band INTEGER NOT NULL, hash INTEGER NOT NULL, ass
 -- until it is full, then all in subsets (a key's rows are those of both tables).
 CREATE TABLE IF NOT EXISTS subsets(key INTEGER NOT NULL, assertion_id INTEGER NOT NULL,
   PRIMARY KEY(key, assertion_id)) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS subsets_recent(key INTEGER NOT NULL, assertion_id INTEGER NOT NULL,
-  PRIMARY KEY(key, assertion_id)) WITHOUT ROWID;
+-- subsets_recent is kept in arrival order (rowid) and has no key index: the writer looks its rows up in
+-- memory, so one artifact's keys land on its last page instead of a page each (ADR 0007, "Session 7").
+CREATE TABLE IF NOT EXISTS subsets_recent(key INTEGER NOT NULL, assertion_id INTEGER NOT NULL);
 -- Current stance of each source on each assertion, as the source stated it (+1 / -1 relative to the
 -- polarity-free proposition key). One row per source: versions of one artifact are one source.
 CREATE TABLE IF NOT EXISTS stances(

@@ -110,6 +110,7 @@ class GraphWriter:
         """One write transaction: everything inside commits together or not at all."""
         self.conn.execute("BEGIN IMMEDIATE")
         try:
+            self.near.begin()
             yield
             self._index_pending()
             self.near.settle()

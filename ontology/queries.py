@@ -124,20 +124,22 @@ def slots_of(conn: sqlite3.Connection, assertion_ids: Iterable[int]) -> dict[int
 
 _AGGREGATE_SQL = """
 SELECT a.slot, a.assertion_id, a.polarity, a.w_pos, a.n_pos, a.w_neg, a.n_neg, a.w_cross, a.n_cross,
-       coalesce(s.w_claim, 0), coalesce(s.n_claim, 0), coalesce(v.w_only, 0), coalesce(v.n_only, 0)
+       coalesce(s.w_claim, 0), coalesce(s.n_claim, 0), coalesce(v.w_only, 0), coalesce(v.n_only, 0){status}
 FROM verdicts a LEFT JOIN slots s ON s.slot = a.slot LEFT JOIN slot_values v ON v.slot = a.slot AND v.value = a.value
 WHERE a.assertion_id IN ({marks})
 """
 
 
 def aggregates(conn: sqlite3.Connection, assertion_ids: Iterable[int], *,
-               with_slot: bool = False) -> list[tuple[int, ...]]:
+               with_slot: bool = False, with_status: bool = False) -> list[tuple[int, ...]]:
     """The stored evidence aggregates of each assertion and its slot (see `aggregate.weigh_stored`):
     id, polarity, then (weight units, sources) for direct for, direct against, cross, slot claim, only.
-    `with_slot` puts the assertion's key in `verdicts` first ('' for none), in key order."""
+    `with_slot` puts the assertion's key in `verdicts` first ('' for none), in key order; `with_status`
+    adds its stored label last."""
     out: list[tuple[int, ...]] = []
+    sql = _AGGREGATE_SQL.replace("{status}", ", a.status" if with_status else "")
     for marks, chunk in in_chunks(sorted(set(assertion_ids))):
-        out.extend(tuple(r) for r in conn.execute(_AGGREGATE_SQL.format(marks=marks), chunk))
+        out.extend(tuple(r) for r in conn.execute(sql.format(marks=marks), chunk))
     return sorted(out) if with_slot else [r[1:] for r in sorted(out, key=lambda r: r[1])]
 
 

@@ -653,13 +653,23 @@ class GraphWriter:
             targets.update(r[0] for r in conn.execute(
                 f"SELECT sib.assertion_id FROM verdicts a JOIN verdicts sib ON sib.slot = a.slot "
                 f"WHERE a.assertion_id IN ({marks}) AND a.slot != ''", chunk))
-        updates = []
-        for slot, assertion_id, polarity, *stored in queries.aggregates(conn, targets, with_slot=True):
+        relabelled, same_label = [], []
+        for slot, assertion_id, polarity, *stored, status in queries.aggregates(conn, targets, with_slot=True,
+                                                                               with_status=True):
             verdict = aggregate.weigh_stored(polarity, *stored)
-            updates.append((verdict.label.value, verdict.belief, verdict.plausibility, verdict.conflict,
-                            verdict.n_for, verdict.n_against, ts, slot, assertion_id))
+            values = (verdict.belief, verdict.plausibility, verdict.conflict, verdict.n_for, verdict.n_against, ts,
+                      slot, assertion_id)
+            if verdict.label.value == status:
+                same_label.append(values)
+            else:
+                relabelled.append((verdict.label.value, *values))
+        # SQLite rewrites an index entry whenever its column is SET, even to the value it holds: most
+        # re-weighs keep the label, and leaving `status` out of their UPDATE spares the status index
+        # (5.7 of a repetitive single POST's 56 WAL pages; ADR 0007, "Session 7").
         conn.executemany("UPDATE verdicts SET status=?, belief=?, plausibility=?, conflict=?, n_for=?, "
-                         "n_against=?, updated_at=max(updated_at, ?) WHERE slot=? AND assertion_id=?", updates)
+                         "n_against=?, updated_at=max(updated_at, ?) WHERE slot=? AND assertion_id=?", relabelled)
+        conn.executemany("UPDATE verdicts SET belief=?, plausibility=?, conflict=?, n_for=?, "
+                         "n_against=?, updated_at=max(updated_at, ?) WHERE slot=? AND assertion_id=?", same_label)
 
 
 def _timed_rows(source_id: int, extraction: Extraction, statement_ids: list[int],

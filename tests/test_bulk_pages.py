@@ -1,7 +1,9 @@
 """Bulk ingest's cost in pages, not time: what one commit writes to the WAL, table by table (the WAL's
 frame headers, mapped to tables with SQLite's dbstat). A slot's rival values are re-weighed on a page or
 two however far apart their assertions were created, and new near-duplicate keys go to the small
-`subsets_recent` until it is full, then join `subsets` in one pass (ADR 0007, "Session 6")."""
+`subsets_recent` until it is full, then join `subsets` in one pass (ADR 0007, "Session 6"). One
+artifact's keys are appended there in arrival order, and a re-weigh that keeps a label leaves the
+status index alone (ADR 0007, "Session 7")."""
 
 from __future__ import annotations
 
@@ -142,3 +144,79 @@ def test_search_index_writes_wait_for_the_end_of_the_batch(root):
         assert conn.execute("SELECT count(*) FROM assertions_fts").fetchone()[0] == \
             conn.execute("SELECT count(*) FROM assertions").fetchone()[0]
     onto.close()
+
+
+def test_one_artifact_files_its_near_duplicate_keys_on_the_last_page_or_two(root):
+    """A single POST's new statements file ~6 keys each. Kept in key order, those keys landed on a
+    random leaf each (31 of a Zipf POST's 75 WAL pages); appended in arrival order, they share the
+    table's last page or two, and a restatement is still found through them."""
+    onto = Ontology(root, "shop", create=True)
+    onto.ingest_many((f"note-{i}.md", memory(f"note-{i}", f"{_word()} {_word()} {_word()} {_word()} {_word()}",
+                                             "\n".join(f"- {s} {_word()}" for s in _filler(5))), Channel.CLI)
+                     for i in range(300))
+    database = onto.paths.database
+    with onto.reader() as conn:
+        waiting = conn.execute("SELECT count(*) FROM subsets_recent").fetchone()[0]
+    assert waiting >= 300 * 5 * 6  # many leaves: random keys would land on one each
+    onto.close()
+    _checkpoint(database)
+    again = Ontology(root, "shop")
+    fresh = [f"{s} {_word()}" for s in _filler(5)]
+    again.ingest("note-x.md", memory("note-x", f"{_word()} {_word()} {_word()} {_word()} {_word()}",
+                                     "\n".join(f"- {s}" for s in fresh)), Channel.CLI)
+    written = _pages_written(database)
+    with again.reader() as conn:
+        assert conn.execute("SELECT count(*) FROM subsets_recent").fetchone()[0] >= waiting + 5 * 6
+        before = conn.execute("SELECT count(*) FROM assertions").fetchone()[0]
+    assert written["subsets_recent"] <= 2, written
+    # Four of its five words (J = 4/5): the same claim, found through a key this commit appended.
+    again.ingest("note-y.md", memory("note-y", "another note", "- " + " ".join(fresh[0].split()[:4])), Channel.CLI)
+    with again.reader() as conn:
+        assert conn.execute("SELECT count(*) FROM assertions").fetchone()[0] == before + 1  # note-y's title only
+        assert conn.execute("SELECT count(*) FROM stances st JOIN assertions a ON a.id = st.assertion_id "
+                            "WHERE a.text = ?", (fresh[0],)).fetchone()[0] == 2
+    again.close()
+
+
+def test_near_duplicate_keys_another_writer_filed_are_found(root):
+    """The writer looks recent keys up in memory; a second writer (another process, between this one's
+    transactions) may have filed some. Its claim is found, not stored twice."""
+    first = Ontology(root, "shop", create=True)
+    first.ingest("note-a.md", memory("note-a", "first", f"- {_filler(1)[0]} {_word()}"), Channel.CLI)
+    second = Ontology(root, "shop")
+    claim = f"{_filler(1)[0]} {_word()}"
+    second.ingest("note-b.md", memory("note-b", "second", f"- {claim}"), Channel.CLI)
+    second.close()
+    restated = " ".join(claim.split()[:4])
+    first.ingest("note-c.md", memory("note-c", "third", f"- {restated}"), Channel.CLI)
+    with first.reader() as conn:
+        assert conn.execute("SELECT count(*) FROM assertions WHERE text = ?", (restated,)).fetchone()[0] == 0
+        assert conn.execute("SELECT count(*) FROM stances st JOIN assertions a ON a.id = st.assertion_id "
+                            "WHERE a.text = ?", (claim,)).fetchone()[0] == 2
+    first.close()
+
+
+def test_a_re_weigh_that_keeps_the_label_leaves_the_status_index_alone(root):
+    """A claim restated by one more source is re-weighed; when its label stays, SQLite would still
+    rewrite its status-index entry if `status` were in the UPDATE (a page per restated claim)."""
+    onto = Ontology(root, "shop", create=True)
+    claim = f"{_word()} {_word()} {_word()} {_word()}"
+    onto.ingest_many([(f"2026-04-05T1445Z_e{i:03d}.md", ledger(f"s{i}", "Key decisions:\n" + "\n".join(
+        f"- {s}" for s in _filler(25) + ([claim] if i < 3 else []))), Channel.CLI) for i in range(200)])
+    onto.close()
+    database = onto.paths.database
+
+    def label() -> tuple[str, int]:
+        conn = sqlite3.connect(database)
+        try:
+            return conn.execute("SELECT status, n_for FROM assertions WHERE text = ?", (claim,)).fetchone()
+        finally:
+            conn.close()
+    status, sources = label()
+    _checkpoint(database)
+    again = Ontology(root, "shop")
+    again.ingest("2026-04-05T1445Z_e999.md", ledger("s999", f"Key decisions:\n- {claim}"), Channel.CLI)
+    written = _pages_written(database)
+    again.close()
+    assert label() == (status, sources + 1)  # re-weighed, same label
+    assert written["verdicts"] >= 1 and written["assertions_status"] == 0, written

@@ -12,7 +12,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TypeVar
 
-SCHEMA_VERSION = 21  # 2: lsh is WITHOUT ROWID; 3: 15x4 LSH bands; 4: subsets (exact short near-dups);
+SCHEMA_VERSION = 22  # 2: lsh is WITHOUT ROWID; 3: 15x4 LSH bands; 4: subsets (exact short near-dups);
 # 5: evidence aggregates kept by delta (ontology/aggregate.py); 6: trigram indexes for CJK search
 # 7: memory_files (newest text of each memory file and of the index, for the projection)
 # 8: source identities fold NFC/NFD and case of file names; 9: NFC only, case kept (layout.name_key)
@@ -31,6 +31,7 @@ SCHEMA_VERSION = 21  # 2: lsh is WITHOUT ROWID; 3: 15x4 LSH bands; 4: subsets (e
 # 20: concept keys of names in other scripts keep their script ("部-署", "мир"), not a transliteration that
 #     two names could share (ADR 0005, session 7)
 # 21: subsets_recent in arrival order, without a key index (looked up in the writer's memory; ADR 0007, "Session 7")
+# 22: no index on artifacts.sha256 (no query reads by it; a random page per artifact; ADR 0007, "Session 7")
 # A writer holding the lock is normal (one artifact at a time); wait for it rather than fail.
 BUSY_TIMEOUT_MS = 30_000
 WAL_AUTOCHECKPOINT_PAGES = 16_384
@@ -56,7 +57,8 @@ CREATE TABLE IF NOT EXISTS artifacts(
   id INTEGER PRIMARY KEY, sha256 TEXT NOT NULL, source_id INTEGER NOT NULL REFERENCES sources(id),
   filename TEXT NOT NULL, kind TEXT NOT NULL, channel TEXT NOT NULL, version INTEGER NOT NULL,
   timestamp TEXT NOT NULL, received_at TEXT NOT NULL, notes TEXT NOT NULL DEFAULT '');
-CREATE INDEX IF NOT EXISTS artifacts_sha ON artifacts(sha256);
+-- By source only: nothing reads artifacts by sha256 alone, and an index on it took a random page per
+-- new artifact at every commit (ADR 0007, "Session 7").
 CREATE INDEX IF NOT EXISTS artifacts_source ON artifacts(source_id, sha256);
 CREATE TABLE IF NOT EXISTS concepts(
   id INTEGER PRIMARY KEY, key TEXT UNIQUE NOT NULL, name TEXT NOT NULL, type TEXT NOT NULL,

@@ -220,3 +220,23 @@ def test_a_re_weigh_that_keeps_the_label_leaves_the_status_index_alone(root):
     again.close()
     assert label() == (status, sources + 1)  # re-weighed, same label
     assert written["verdicts"] >= 1 and written["assertions_status"] == 0, written
+
+
+def test_a_new_file_appends_to_the_artifact_tables(root):
+    """A new file's artifact row and its entry by source land on the last pages of their B-trees (both
+    keys grow): a commit writes no older page of them. An index by sha256, which nothing reads, put
+    each new artifact on a random page of its own."""
+    onto = Ontology(root, "shop", create=True)
+    onto.ingest_many([(f"note-{i}.md", memory(f"note-{i}", f"{_word()} {_word()} {_word()}"), Channel.CLI)
+                      for i in range(3000)])
+    onto.close()
+    database = onto.paths.database
+    _checkpoint(database)
+    again = Ontology(root, "shop")
+    again.ingest_many([(f"new-{i}.md", memory(f"new-{i}", f"{_word()} {_word()} {_word()}"), Channel.CLI)
+                       for i in range(20)])
+    written = _pages_written(database)
+    again.close()
+    with sqlite3.connect(database) as conn:
+        assert conn.execute("SELECT count(*) FROM artifacts").fetchone()[0] == 3020
+    assert sum(n for name, n in written.items() if name.startswith("artifacts")) <= 4, written

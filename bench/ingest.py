@@ -6,8 +6,8 @@ Run: .venv/bin/python -m bench.ingest [--corpus zipf,repetitive] [--sizes 1000,5
 `Ontology.ingest` call per artifact (what one POST /ingest does inside the server), `post` one real
 POST /ingest per artifact from one client to a real `kgbridge serve` (bench.server). Each size runs in
 a fresh child process (so its peak RSS is its own) started by one parent: ratios compare like with
-like on a noisy machine; sizes up to 5k run several times and report their median, since every
-ratio divides by them. CPU time (user + system of the ingesting process: for `post`, the server's)
+like on a noisy machine; sizes up to 5k run several times, half before and half after the larger
+sizes, and report their median, since every ratio divides by them. CPU time (user + system of the ingesting process: for `post`, the server's)
 is reported beside wall time: on a shared machine it is the steadier measure of the work done per
 artifact (it leaves out waits on fsync and on other processes).
 """
@@ -144,23 +144,26 @@ def run(kind: str, size: int, mode: str, long_share: float) -> dict[str, float]:
 
 # A run this small takes 1-3 s, so a scheduling hiccup or a cold cache moves it by a third (1k runs of
 # one tree measured 1.24-1.78 ms/artifact minutes apart): it is the denominator of every cost ratio,
-# so it is run several times and its median taken.
+# so it is run several times and its median taken. Half of its runs come before the larger sizes and
+# half after them: the machine's speed drifts over the minutes a 20k or 100k run takes (the five-run
+# median of one tree moved 1.33 -> 2.13 ms between invocations), and a denominator sampled only
+# before the numerator measured that drift as growth, in either direction.
 SMALL_RUN = 5_000
 
 
-def _median_run(kind: str, size: int, mode: str, long_share: float, repeats: int) -> dict[str, float]:
-    """One child process per repeat; the figures of the run with the median CPU time."""
-    runs = []
-    for _ in range(max(repeats, 1)):
-        out = subprocess.run([sys.executable, "-m", "bench.ingest", "--child", f"{kind},{size},{mode}",
-                              "--long-share", str(long_share)], check=True, capture_output=True, text=True)
-        runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
-    runs.sort(key=lambda figures: figures["cpu"])
+def _child(kind: str, size: int, mode: str, long_share: float) -> dict[str, float]:
+    out = subprocess.run([sys.executable, "-m", "bench.ingest", "--child", f"{kind},{size},{mode}",
+                          "--long-share", str(long_share)], check=True, capture_output=True, text=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _median(kind: str, size: int, mode: str, runs: list[dict[str, float]]) -> dict[str, float]:
+    """The figures of the run with the median CPU time (the runs are listed in the order they ran)."""
     if len(runs) > 1:
         print(f"{kind:>10} {mode:>6} {size:>6} artifacts, {len(runs)} runs: CPU ms/artifact "
               + ", ".join(f"{figures['cpu'] / size * 1000:.3f}" for figures in runs) + "; the median is used",
               flush=True)
-    return runs[len(runs) // 2]
+    return sorted(runs, key=lambda figures: figures["cpu"])[len(runs) // 2]
 
 
 def _cpu_seconds() -> float:
@@ -187,9 +190,16 @@ def main() -> None:
     for kind, mode in itertools.product(args.corpus.split(","), args.modes.split(",")):
         per_artifact: dict[int, float] = {}
         cpu_per_artifact: dict[int, float] = {}
+        runs: dict[int, list[dict[str, float]]] = {size: [] for size in sizes}
+        large = any(size > SMALL_RUN for size in sizes)
+        repeats = {size: max(args.small_repeats, 1) if size <= SMALL_RUN else 1 for size in sizes}
+        after = {size: repeats[size] // 2 if large and size <= SMALL_RUN else 0 for size in sizes}
+        for size in sizes:  # the larger sizes between the two halves of the small ones' runs
+            runs[size] += [_child(kind, size, mode, args.long_share) for _ in range(repeats[size] - after[size])]
         for size in sizes:
-            figures = _median_run(kind, size, mode, args.long_share,
-                                  args.small_repeats if size <= SMALL_RUN else 1)
+            runs[size] += [_child(kind, size, mode, args.long_share) for _ in range(after[size])]
+        for size in sizes:
+            figures = _median(kind, size, mode, runs[size])
             per_artifact[size] = figures["elapsed"] / size
             cpu_per_artifact[size] = figures["cpu"] / size
             client = (f"  client CPU {figures['client_cpu'] / size * 1000:6.3f} ms, server + client "

@@ -529,9 +529,9 @@ def _claim_supersedes(newer: Said, older: Said) -> bool:
 
 
 def _scope_named(claim: Said, hook: Said) -> bool:
-    """Whether a file's scoped value speaks of what its index line does: "9 agents sur VPS" of a line about
-    "OpenClaw 10 agents VPS Hetzner", yes; "0.701 with the baseline features" of "Best score: 0.742", no:
-    that is another setup's score, not a newer value of the line (blind7)."""
+    """Whether a file's scoped value speaks of what its index line does: "9 agents sur cluster Nord" of
+    a line about "BotFleet 10 agents cluster Nord", yes; "0.701 with the baseline features" of "Best
+    score: 0.742", no: that is another setup's score, not a newer value of the line (blind7)."""
     scope = claim.value.partition("@")[2]
     return not scope or scope == hook.value.partition("@")[2] or scope in fold(hook.text).split()
 

@@ -184,9 +184,9 @@ def test_an_index_line_is_not_stale_against_another_setup_or_a_hypothetical(onto
                                            "- The ensemble reached 0.742."), Channel.CLI)
     onto.ingest("project_runners.md", memory("runners", "runners", "- RunnerPool 4 workers would be enough for "
                                              "nightly jobs, per the estimate."), Channel.CLI)
-    onto.ingest("project_bots.md", memory("bots", "bots", "- BotFleet 9 agents sur VPS Hetzner."), Channel.CLI)
+    onto.ingest("project_bots.md", memory("bots", "bots", "- BotFleet 9 agents sur cluster Nord."), Channel.CLI)
     onto.ingest("MEMORY.md", "# Memory\n\n- [Model](project_model.md) — Best score: 0.742\n"
                              "- [Runners](project_runners.md) — RunnerPool 6 workers\n"
-                             "- [Bots](project_bots.md) — BotFleet 10 agents VPS Hetzner\n".encode(), Channel.CLI)
+                             "- [Bots](project_bots.md) — BotFleet 10 agents cluster Nord\n".encode(), Channel.CLI)
     stale = [u for u in _updates(onto) if u.startswith("supersede:index")]
     assert len(stale) == 1 and "BotFleet 9 agents" in stale[0], stale

@@ -100,8 +100,8 @@ def test_grounded_and_disputed_claims_rank_above_withdrawn_ones_at_equal_relevan
 
 
 def _disputed_corpus(onto):
-    _ingest(onto, ("db1.md", memory("db1", "storage", "- The SQL database is postgres")),
-            ("db2.md", memory("db2", "storage", "- The SQL database is mysql")),
+    _ingest(onto, ("db1.md", memory("db1", "storage", "- The Orders database is postgres")),
+            ("db2.md", memory("db2", "storage", "- The Orders database is mysql")),
             ("cfg.md", memory("cfg", "config", "- The database pool has 10 connections")))
 
 
@@ -110,7 +110,7 @@ def test_status_filter_keeps_only_that_label(onto):
     hits = _hits(onto, "database", status="CONTESTED")
     assert hits and {h.status for h in hits} == {"CONTESTED"} and {h.kind for h in hits} == {search.HitKind.ASSERTION}
     assert {h.text for h in _hits(onto, "database", status=["disputed"])} == {
-        "The SQL database is postgres", "The SQL database is mysql"}
+        "The Orders database is postgres", "The Orders database is mysql"}
 
 
 def test_concept_filter_keeps_that_concept_and_its_assertions(onto):

@@ -173,20 +173,20 @@ def test_mcp_client_lists_and_calls_every_tool(server):
             names = {t.name for t in (await client.list_tools()).tools}
             assert {"kg_status", "kg_search", "kg_concept", "kg_contested", "kg_ingest"} <= names
             saved = await client.call_tool("kg_ingest", {"filename": "db.md", "ontology": "shop",
-                                                          "content": memory("db", "Primary SQL database: postgres").decode()})
+                                                          "content": memory("db", "Orders SQL database: postgres").decode()})
             assert json.loads(saved.content[0].text)["status"] == "new"
             await client.call_tool("kg_ingest", {"filename": "db2.md", "ontology": "shop",
-                                                 "content": memory("db2", "The primary SQL database is MySQL").decode()})
+                                                 "content": memory("db2", "The Orders SQL database is MySQL").decode()})
             status = json.loads((await client.call_tool("kg_status", {"ontology": "shop"})).content[0].text)
             assert status["counts"]["assertions"] == 2
             contested = payload(await client.call_tool("kg_contested", {"ontology": "shop"}))
-            assert {a["text"] for a in contested} == {"Primary SQL database: postgres", "The primary SQL database is MySQL"}
+            assert {a["text"] for a in contested} == {"Orders SQL database: postgres", "The Orders SQL database is MySQL"}
             hits = payload(await client.call_tool("kg_search", {"query": "postgres", "ontology": "shop"}))
             assert hits and "postgres" in hits[0]["text"]
             disputed = payload(await client.call_tool("kg_search", {"query": "database", "ontology": "shop",
                                                                      "status": ["CONTESTED"], "limit": 5}))
-            assert {(h["text"], h["status"]) for h in disputed} == {("Primary SQL database: postgres", "CONTESTED"),
-                                                                    ("The primary SQL database is MySQL", "CONTESTED")}
+            assert {(h["text"], h["status"]) for h in disputed} == {("Orders SQL database: postgres", "CONTESTED"),
+                                                                    ("The Orders SQL database is MySQL", "CONTESTED")}
             bad = await client.call_tool("kg_search", {"query": "database", "ontology": "shop", "since": "soon"})
             assert bad.is_error and "not a date" in bad.content[0].text
             concept = await client.call_tool("kg_concept", {"id": "db", "ontology": "shop"})

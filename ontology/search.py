@@ -19,7 +19,7 @@ from itertools import combinations
 
 from ontology.evidence import Label
 from ontology.search_terms import (  # noqa: F401 (search's public API: parse, then search)
-    Filters, SearchError, Term, has_boundaryless, parse_filters, parse_query)
+    Filters, SearchError, Term, has_boundaryless, parse_filters, parse_query, script_variants)
 
 # Partial matches try subsets of the query's terms, heaviest first, until the page is full: the six
 # heaviest terms, and at most ten subsets (all 3- and 2-term subsets of four terms), so a long
@@ -263,6 +263,15 @@ def search(conn: sqlite3.Connection, text: str, *, limit: int = 20, filters: Fil
         raise SearchError(f"no concept {filters.concept!r}")
     lists = (_ASSERTIONS,) if filters.status else (_CONCEPTS, _ASSERTIONS)
     found = _Collector(lists)
+    for variant in script_variants(text):  # the query as written first: its hits keep their tier
+        _collect(conn, terms if variant == text else parse_query(variant), filters, limit, found)
+    return _rank(found, len(terms))[:limit]
+
+
+def _collect(conn: sqlite3.Connection, terms: tuple[Term, ...], filters: Filters, limit: int,
+             found: _Collector) -> None:
+    """The hits of one form of the query, tier by tier, into `found` (a row found before keeps its tier)."""
+    lists = found.lists
     tiers = [Match.ALL]
     if len(terms) > 1 and not any(t.cjk for t in terms):
         tiers = [Match.PHRASE, Match.NEAR, Match.ALL]
@@ -277,7 +286,6 @@ def search(conn: sqlite3.Connection, text: str, *, limit: int = 20, filters: Fil
             found.add(lst.fetch(conn, terms, Match.ALL, filters, limit, trigrams=True), Match.ALL, len(terms))
     if len(terms) > 1:
         _partial(conn, terms, filters, limit, found)
-    return _rank(found, len(terms))[:limit]
 
 
 def _partial(conn: sqlite3.Connection, terms: tuple[Term, ...], filters: Filters, limit: int,

@@ -84,6 +84,29 @@ class Filters:
     since: str | None = None  # normalized UTC timestamp, compared as a string like the stored ones
 
 
+_HAN_RE = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f]")
+
+
+# OpenCC conversions a query is also searched in: to Simplified, to Traditional, and the Taiwan forms with
+# their own words ("数据库" is "資料庫" in Taiwan, "软件" is "軟體"), which character tables alone miss.
+_CONVERSIONS = ("t2s", "s2t", "s2twp", "tw2sp")
+
+
+@functools.cache
+def _converters() -> tuple[object, ...]:
+    import opencc  # its dictionaries load once, tens of ms, and only for a query with Han in it
+
+    return tuple(opencc.OpenCC(name) for name in _CONVERSIONS)
+
+
+def script_variants(text: str) -> tuple[str, ...]:
+    """`text`, then its Simplified and Traditional Chinese forms where they differ ("数据库", "數據庫",
+    "資料庫" name one thing; notes are written in any): OpenCC's character and phrase tables, no guessing."""
+    if not _HAN_RE.search(text):
+        return (text,)
+    return tuple(dict.fromkeys([text, *(c.convert(text) for c in _converters())]))  # type: ignore[attr-defined]
+
+
 def has_boundaryless(text: str) -> bool:
     return _RUN_RE.search(text) is not None
 

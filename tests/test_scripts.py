@@ -154,6 +154,12 @@ SEARCHED = [  # (what a note says, what an agent types, found?)
     ("ระบบร้านค้าติดตั้งบนเซิร์ฟเวอร์ที่กรุงเทพ", "กรุงเทพ", True),
     ("يتم النشر عبر السكربت \u200e`scripts/deploy.sh`\u200e فقط.", "deploy.sh", True),
     ("\u200fלענות בעברית ובקצרה.", "בעברית", True),
+    # Simplified and Traditional Chinese name one thing (session 7, OpenCC): either form finds the other
+    ("排程系統使用 Airflow，資料庫備份每晚執行。", "数据库备份", True),  # Traditional text, Simplified query
+    ("排程系統使用 Airflow，資料庫備份每晚執行。", "资料库", True),
+    ("部署脚本在周一运行，数据库迁移随后进行。", "數據庫遷移", True),  # Simplified text, Traditional query
+    ("部署脚本在周一运行，数据库迁移随后进行。", "週一", True),
+    ("部署脚本在周一运行，数据库迁移随后进行。", "週末", False),
 ]
 
 

@@ -46,7 +46,7 @@ ROWS_PER_KEY = 20  # rows read per key (oldest first): bounds a lookup when a ke
 # `subsets_recent` is appended in arrival order (rowid), so one artifact's ~28 keys land on its last page
 # or two instead of ~26 random leaves (31 of a single POST's 75 WAL pages, ADR 0007 "Session 7"); the
 # writer looks them up in memory (`_recent_rows`, read back from the table when it opens or when
-# another connection has committed), ~10 MiB at RECENT_ROWS rows.
+# another connection has committed), ~6 MiB at RECENT_ROWS rows.
 RECENT_ROWS = 65_536
 # Candidate token sets kept in memory (~600 bytes each, so <= ~40 MiB): a Zipf vocabulary makes the same
 # assertions candidates again and again, and fetching them was a third of the near-duplicate cost.
@@ -108,9 +108,10 @@ class NearDuplicateIndex:
         # polarity changes when a memory file re-anchors the assertion, which must call `changed`; ids are
         # never reused except after a rollback, which must call `forget`.
         self._cache: dict[int, tuple[frozenset[str], str | None, str | None, int]] = {}
-        # subsets_recent as key -> its assertion ids, oldest first, and the number of rows; None: read it
-        # back from the table at the next use (on open, after a rollback, after another writer's commit).
-        self._recent_rows: dict[int, list[int]] | None = None
+        # subsets_recent as key -> its assertion id (most keys hold one: a bare int, 6 MiB at RECENT_ROWS
+        # rows where one-item lists took 10), or its ids oldest first, and the number of rows; None: read
+        # it back from the table at the next use (on open, after a rollback, after another writer's commit).
+        self._recent_rows: dict[int, int | list[int]] | None = None
         self._recent = 0
         self._data_version: int | None = None
 
@@ -126,15 +127,31 @@ class NearDuplicateIndex:
             self._recent_rows = None
             self._data_version = version
 
-    def _recent_table(self) -> dict[int, list[int]]:
+    def _recent_table(self) -> dict[int, int | list[int]]:
         if self._recent_rows is None:
-            rows: dict[int, list[int]] = {}
+            self._recent_rows, self._recent = {}, 0
             for key, assertion_id in self.conn.execute("SELECT key, assertion_id FROM subsets_recent "
                                                        "ORDER BY assertion_id, rowid"):
-                rows.setdefault(key, []).append(assertion_id)
-            self._recent_rows = rows
-            self._recent = sum(len(ids) for ids in rows.values())
+                self._file_recent(key, assertion_id)
         return self._recent_rows
+
+    def _file_recent(self, key: int, assertion_id: int) -> bool:
+        """Add a row to the in-memory copy (ids arrive oldest first); False if it was there already."""
+        rows = self._recent_rows
+        assert rows is not None
+        held = rows.get(key)
+        if held is None:
+            rows[key] = assertion_id
+        elif isinstance(held, int):
+            if held == assertion_id:
+                return False
+            rows[key] = [held, assertion_id]
+        elif assertion_id in held:
+            return False
+        else:
+            held.append(assertion_id)
+        self._recent += 1
+        return True
 
     def changed(self, assertion_id: int) -> None:
         """An assertion's polarity changed (a memory file re-anchored it, `store._maybe_move_owner`): its
@@ -174,8 +191,8 @@ class NearDuplicateIndex:
             # then those waiting in memory.
             recent = self._recent_table()
             for k, key in enumerate(subsets):
-                if (waiting := recent.get(key)) and len(found[k]) < ROWS_PER_KEY:
-                    found[k] = found[k] + waiting[:ROWS_PER_KEY - len(found[k])]
+                if (waiting := recent.get(key)) is not None and len(found[k]) < ROWS_PER_KEY:
+                    found[k] = found[k] + ([waiting] if isinstance(waiting, int) else waiting[:ROWS_PER_KEY - len(found[k])])
         keys = IndexKeys(subsets=[k for k, rows in zip(subsets, found) if len(rows) < ROWS_PER_KEY],
                          bands=[pair for pair, rows in zip(bands, found[len(subsets):]) if len(rows) < ROWS_PER_KEY])
         ids = sorted({int(i) for rows in found for i in rows})
@@ -185,15 +202,10 @@ class NearDuplicateIndex:
         return self.conn.execute("SELECT text FROM assertion_rows WHERE id=?", (assertion_id,)).fetchone()[0]
 
     def add(self, assertion_id: int, keys: IndexKeys) -> None:
-        recent = self._recent_table()
-        new = []
-        for key in keys.subsets:
-            ids = recent.setdefault(key, [])
-            if assertion_id not in ids:
-                ids.append(assertion_id)  # the newest id: the list stays oldest first
-                new.append((key, assertion_id))
-        self.conn.executemany("INSERT INTO subsets_recent(key, assertion_id) VALUES(?,?)", new)
-        self._recent += len(new)
+        self._recent_table()
+        # The newest id: each key's ids stay oldest first.
+        self.conn.executemany("INSERT INTO subsets_recent(key, assertion_id) VALUES(?,?)",
+                              [(key, assertion_id) for key in keys.subsets if self._file_recent(key, assertion_id)])
         self.conn.executemany("INSERT OR IGNORE INTO lsh(band, hash, assertion_id) VALUES(?,?,?)",
                               [(b, h, assertion_id) for b, h in keys.bands])
 

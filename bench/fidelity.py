@@ -1,6 +1,6 @@
 """Fidelity of the projection to each memory folder it covers: the author's text, line by line.
 
-Run: .venv/bin/python -m bench.fidelity DIR [DIR ...] [--mount] [--marks] [--dump OUT]
+Run: .venv/bin/python -m bench.fidelity DIR [DIR ...] [--mount] [--marks]
 Each folder (a memory folder, or every folder inside DIR) is ingested into a fresh ontology as
 `kgbridge mount` does; every file is then read as the agent would (the projection; with --mount a
 real FUSE mount over a copy of the folder, every file and subfolder) and diffed line by line with the

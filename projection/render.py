@@ -336,7 +336,45 @@ def _render_with_index(snap: MemorySnapshot, max_lines: int, max_bytes: int) -> 
     body = [line for i in sorted(kept) for line in lines[i][: head.get(i, len(lines[i]))]]
     hidden_entries = sum(1 for i in entries if i not in kept or i in head)
     footer = _footer(hidden_entries, snap.n_concepts - shown, snap.n_disputed - shown_disputed)
+    cut = head or any(i not in kept and b.kind is not BlockKind.BLANK for i, b in enumerate(blocks))
+    if cut and _fits_natively(blocks, max_lines, max_bytes):
+        return _render_index_first(snap, blocks, lines, max_lines, max_bytes)
     out = header + disputed + ([""] if disputed and body and body[0].strip() else []) + body + additions
     if out and out[-1].strip():
         out.append("")
     return "\n".join([*out, footer]) + "\n"
+
+
+def _fits_natively(blocks: list[Block], max_lines: int, max_bytes: int) -> bool:
+    """The author's whole index is within what a harness reading MEMORY.md itself shows."""
+    plain = [line for b in blocks for line in b.lines]
+    return len(plain) <= max_lines and sum(_Budget.cost(line) for line in plain) <= max_bytes
+
+
+def _render_index_first(snap: MemorySnapshot, blocks: list[Block], lines: list[tuple[str, ...]], max_lines: int,
+                        max_bytes: int) -> str:
+    """An index the harness would show whole, but not with our lines around it (a 199-line index): every
+    author line stays, since without kgbridge the agent would read them all. Marks are appended in the
+    index's order while bytes remain, then our header and footer only if they still fit; no disputed
+    section or additions (the footer counts them when it fits)."""
+    room_lines = max_lines - sum(len(b.lines) for b in blocks)
+    room_bytes = max_bytes - sum(_Budget.cost(line) for b in blocks for line in b.lines)
+    body: list[str] = []
+    for b, own in zip(blocks, lines):
+        extra = sum(_Budget.cost(line) for line in own) - sum(_Budget.cost(line) for line in b.lines)
+        if own is not b.lines and extra <= room_bytes:
+            body += own
+            room_bytes -= extra
+        else:
+            body += b.lines
+    header = _header(snap, indexed=True)
+    if len(header) <= room_lines and sum(_Budget.cost(line) for line in header) <= room_bytes:
+        room_lines -= len(header)
+        room_bytes -= sum(_Budget.cost(line) for line in header)
+    else:
+        header = []
+    tail = ["", _footer(0, snap.n_concepts, snap.n_disputed)] if body and body[-1].strip() else [
+        _footer(0, snap.n_concepts, snap.n_disputed)]
+    if not (len(tail) <= room_lines and sum(_Budget.cost(line) for line in tail) <= room_bytes):
+        tail = []
+    return "\n".join([*header, *body, *tail]) + "\n"

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from projection.rank import ConceptStats, rank
 from projection.render import (DISPUTED_SHARE, FOOTER_TAIL, MAX_BYTES, MAX_LINES, ConceptLine, DisputedLine,
-                               MemorySnapshot, render_memory)
+                               MemorySnapshot, index_cut, render_memory)
 
 WIDE = ["a", "é", "漢字", "🧠", "e\u0301", "ß", "ﷺ", "\u200d", "𝔘", "—"]
 
@@ -181,6 +182,26 @@ def test_the_authors_own_top_lines_are_not_pushed_out_by_rules_below_them():
     assert "- Footnote far below the first 200 lines." not in out
 
 
+@pytest.mark.parametrize("n_lines, hook", [(199, "short"), (200, "short"), (117, "a long hook that takes room " * 6)])
+def test_an_index_a_harness_shows_whole_is_shown_whole(n_lines, hook):
+    """An index of 199 lines (or 117 long ones near 24,000 bytes) is what Claude Code shows whole from the
+    folder itself; our header, blank lines and footer pushed its last entries into MEMORY.full.md (blind7).
+    Every author line stays, in order; marks, header and footer only where room is left."""
+    index = "\n".join(["# Memory", *(f"- [Rule {i}](feedback_{i}.md) — {hook} {i}" for i in range(n_lines - 1))])
+    index += "\n"
+    assert len(index.encode()) <= MAX_BYTES
+    snap = _indexed_snapshot(index, n_lines - 1, marks="1 disputed")
+    snap = MemorySnapshot(snap.ontology, snap.generated, snap.counts, snap.concepts,
+                          [DisputedLine("feedback_0.md", "a claim", "CONTESTED", "for: a.md / against: b.md")],
+                          host_index=index, indexed=snap.indexed)
+    text = render_memory(snap)
+    assert len(text.encode()) <= MAX_BYTES and len(text.splitlines()) <= MAX_LINES
+    authored = [ln.split(" ⟨kg: ")[0] for ln in text.splitlines()
+                if ln.startswith(("# Memory", "- [Rule "))]
+    assert authored == index.splitlines(), "every line of the author's index, in its order"
+    assert not index_cut(text), "nothing was left out, so no pointer to MEMORY.full.md"
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(0, 120), st.integers(0, 400), st.integers(1, 300), st.integers(0, 300), st.integers(0, 50))
 def test_memory_with_a_host_index_stays_within_budget(n_feedback, n_project, hook_len, n_disputed, seed):
@@ -191,7 +212,12 @@ def test_memory_with_a_host_index_stays_within_budget(n_feedback, n_project, hoo
                            for i in range(n_disputed)], host_index=index, indexed=snap.indexed)
     text = render_memory(snap)
     assert len(text.encode()) <= MAX_BYTES and len(text.splitlines()) <= MAX_LINES
-    assert text.splitlines()[-1].endswith(FOOTER_TAIL)
+    whole = len(index.splitlines()) <= MAX_LINES and len(index.encode()) <= MAX_BYTES
+    if whole:  # a harness would show it all: so do we, our lines only where room is left
+        shown = {ln.split(" ⟨kg: ")[0] for ln in text.splitlines()}
+        assert all(ln in shown for ln in index.splitlines())
+    else:
+        assert text.splitlines()[-1].endswith(FOOTER_TAIL)
     if len(index.encode()) + 2000 < MAX_BYTES and len(index.splitlines()) + 20 < MAX_LINES:
         assert all(f"](feedback_{i}.md)" in text for i in range(n_feedback))
 

@@ -264,7 +264,8 @@ def search(conn: sqlite3.Connection, text: str, *, limit: int = 20, filters: Fil
     lists = (_ASSERTIONS,) if filters.status else (_CONCEPTS, _ASSERTIONS)
     found = _Collector(lists)
     for variant in script_variants(text):  # the query as written first: its hits keep their tier
-        _collect(conn, terms if variant == text else parse_query(variant), filters, limit, found)
+        if variant_terms := (terms if variant == text else parse_query(variant)):
+            _collect(conn, variant_terms, filters, limit, found)
     return _rank(found, len(terms))[:limit]
 
 

@@ -104,7 +104,8 @@ def script_variants(text: str) -> tuple[str, ...]:
     "資料庫" name one thing; notes are written in any): OpenCC's character and phrase tables, no guessing."""
     if not _HAN_RE.search(text):
         return (text,)
-    return tuple(dict.fromkeys([text, *(c.convert(text) for c in _converters())]))  # type: ignore[attr-defined]
+    plain = _CONTROL_RE.sub(" ", text)  # OpenCC reads a C string: a NUL would end the text it converts
+    return tuple(dict.fromkeys([text, *(c.convert(plain) for c in _converters())]))  # type: ignore[attr-defined]
 
 
 def has_boundaryless(text: str) -> bool:

@@ -52,6 +52,10 @@ RECENT_ROWS = 65_536
 # assertions candidates again and again, and fetching them was a third of the near-duplicate cost.
 CACHE_SIZE = 65_536
 _MASK63 = (1 << 63) - 1  # SQLite INTEGER is signed 64-bit
+# The writer's filter of the keys `subsets` holds (`_KeyFilter`): 2^24 bits (2 MiB), 3 probes. At 100k
+# Zipf artifacts `subsets` holds 1.8 M distinct keys (9 bits each, ~3 % false positives), and three in
+# four keys a lookup probes are in neither table: each of those cost a B-tree descent to a random leaf.
+FILTER_BITS = 1 << 24
 
 
 @lru_cache(maxsize=256)
@@ -89,6 +93,37 @@ class IndexKeys:
     bands: list[tuple[int, int]] = field(default_factory=list)
 
 
+class _KeyFilter:
+    """A Bloom filter over the keys of `subsets`: `might_hold` is False only for a key the table lacks.
+    Keys are blake2b digests (`subset_key`), so their own bits place the probes (double hashing)."""
+
+    __slots__ = ("_bits", "_mask")
+
+    def __init__(self, bits: int = FILTER_BITS) -> None:
+        self._bits = bytearray(bits // 8)
+        self._mask = bits - 1
+
+    def add(self, key: int) -> None:
+        bits, mask = self._bits, self._mask
+        step, spot = (key >> 31) | 1, key & mask
+        bits[spot >> 3] |= 1 << (spot & 7)
+        spot = (spot + step) & mask
+        bits[spot >> 3] |= 1 << (spot & 7)
+        spot = (spot + step) & mask
+        bits[spot >> 3] |= 1 << (spot & 7)
+
+    def might_hold(self, key: int) -> bool:
+        bits, mask = self._bits, self._mask
+        step, spot = (key >> 31) | 1, key & mask
+        if not bits[spot >> 3] >> (spot & 7) & 1:
+            return False
+        spot = (spot + step) & mask
+        if not bits[spot >> 3] >> (spot & 7) & 1:
+            return False
+        spot = (spot + step) & mask
+        return bool(bits[spot >> 3] >> (spot & 7) & 1)
+
+
 @lru_cache(maxsize=128)
 def _lookup_sql(n_subsets: int, n_bands: int) -> str:
     """One row, one column per key: that key's first ROWS_PER_KEY assertion ids in `subsets` (the rows
@@ -114,6 +149,12 @@ class NearDuplicateIndex:
         self._recent_rows: dict[int, int | list[int]] | None = None
         self._recent = 0
         self._data_version: int | None = None
+        # A filter of the keys in `subsets` (None: none yet, every key is looked up in SQL). Built for free
+        # when the table is empty at first use (a new graph, a rebuild, a bulk ingest from scratch), else
+        # by one scan at this writer's first `settle`, which is already bulk work: a scan of 2 M rows costs
+        # about a second, too much to add to opening a large graph for a few artifacts.
+        self._filter: _KeyFilter | None = None
+        self._filter_checked = False
 
     def forget(self) -> None:
         self._cache.clear()
@@ -125,7 +166,15 @@ class NearDuplicateIndex:
         version = self.conn.execute("PRAGMA data_version").fetchone()[0]
         if version != self._data_version:
             self._recent_rows = None
+            self._filter, self._filter_checked = None, False  # another writer may have moved keys into subsets
             self._data_version = version
+
+    def _key_filter(self) -> _KeyFilter | None:
+        if not self._filter_checked:
+            self._filter_checked = True
+            if self.conn.execute("SELECT 1 FROM subsets LIMIT 1").fetchone() is None:
+                self._filter = _KeyFilter()
+        return self._filter
 
     def _recent_table(self) -> dict[int, int | list[int]]:
         if self._recent_rows is None:
@@ -169,6 +218,15 @@ class NearDuplicateIndex:
         self.conn.execute("INSERT OR IGNORE INTO subsets(key, assertion_id) "
                           "SELECT key, assertion_id FROM subsets_recent ORDER BY key, assertion_id")
         self.conn.execute("DELETE FROM subsets_recent")
+        key_filter = self._key_filter()
+        if key_filter is None:  # the table held keys when this writer opened: one scan, once
+            key_filter = _KeyFilter()
+            for (key,) in self.conn.execute("SELECT key FROM subsets"):
+                key_filter.add(key)
+            self._filter = key_filter
+        else:
+            for key in recent:
+                key_filter.add(key)
         recent.clear()
         self._recent = 0
 
@@ -182,9 +240,13 @@ class NearDuplicateIndex:
         subsets = subset_keys(prop.tokens, range(min_overlap(size), min(size, SUBSET_MAX_SIZE) + 1)) \
             if size <= EXACT_MAX_TOKENS else []
         bands = minhash.bands(prop.tokens) if size >= LSH_MIN_TOKENS else []
-        params = subsets + [x for pair in bands for x in pair]
-        row = self.conn.execute(_lookup_sql(len(subsets), len(bands)), params).fetchone() if params else ()
-        found = [column.split(",") if column else [] for column in row]
+        # Only keys the filter says `subsets` may hold are looked up there; the others have no row in it.
+        key_filter = self._key_filter() if subsets else None
+        held = [True] * len(subsets) if key_filter is None else [key_filter.might_hold(key) for key in subsets]
+        params = [key for key, maybe in zip(subsets, held) if maybe] + [x for pair in bands for x in pair]
+        row = self.conn.execute(_lookup_sql(sum(held), len(bands)), params).fetchone() if params else ()
+        columns = iter([column.split(",") if column else [] for column in row])
+        found = [next(columns) if maybe else [] for maybe in held] + list(columns)
         if subsets:
             # Every id in subsets is older (smaller) than every id in subsets_recent (`settle` moves all of
             # them at once, and new assertions get larger ids): a key's oldest rows are those of subsets,

@@ -240,3 +240,62 @@ def test_a_new_file_appends_to_the_artifact_tables(root):
     with sqlite3.connect(database) as conn:
         assert conn.execute("SELECT count(*) FROM artifacts").fetchone()[0] == 3020
     assert sum(n for name, n in written.items() if name.startswith("artifacts")) <= 4, written
+
+
+def _subsets_probes(onto: Ontology, filename: str, body: str) -> int:
+    """Ingest one memory file; return how many `subsets` keys its lookups asked SQLite for."""
+    asked: list[str] = []
+    with onto._exclusive() as writer:
+        writer.conn.set_trace_callback(asked.append)
+    try:
+        onto.ingest(filename, memory(filename[:-3], "probe", body), Channel.CLI)
+    finally:
+        with onto._exclusive() as writer:
+            writer.conn.set_trace_callback(None)
+    return sum(sql.count("FROM subsets WHERE key=") for sql in asked)
+
+
+def test_keys_subsets_lacks_are_not_looked_up(root, monkeypatch):
+    """At 100k Zipf artifacts three in four keys of a lookup are in neither table, and each cost a
+    descent to a random leaf of `subsets`. The writer keeps a filter of the keys the table holds: a
+    statement of new words asks SQLite for none of its keys, and a restatement of a claim whose keys
+    moved there is still found through them (ADR 0007, "Session 8")."""
+    monkeypatch.setattr(neardup, "RECENT_ROWS", 1)  # every commit moves its keys into subsets
+    onto = Ontology(root, "shop", create=True)
+    onto.ingest_many((f"note-{i}.md", memory(f"note-{i}", "filler", "\n".join(f"- {s}" for s in _filler(4))),
+                      Channel.CLI) for i in range(30))
+    claim = f"{_filler(1)[0]} {_word()}"
+    onto.ingest("note-a.md", memory("note-a", "claim", f"- {claim}"), Channel.CLI)
+    with onto.reader() as conn:
+        assert conn.execute("SELECT count(*) FROM subsets").fetchone()[0] >= 31 * 6
+    assert _subsets_probes(onto, "note-b.md", f"- {_filler(1)[0]} {_word()}") == 0
+    restated = " ".join(claim.split()[:4])  # J = 4/5: the same claim
+    assert _subsets_probes(onto, "note-c.md", f"- {restated}") >= 1
+    with onto.reader() as conn:
+        assert conn.execute("SELECT count(*) FROM assertions WHERE text = ?", (restated,)).fetchone()[0] == 0
+        assert conn.execute("SELECT count(*) FROM stances st JOIN assertions a ON a.id = st.assertion_id "
+                            "WHERE a.text = ?", (claim,)).fetchone()[0] == 2
+    onto.close()
+
+
+def test_keys_another_writer_moved_into_subsets_are_found(root, monkeypatch):
+    """A writer's key filter holds the keys `subsets` had when it looked; another writer (another process,
+    between this one's transactions) may move its keys there. The filter is dropped when the graph
+    changed under it, and the other writer's claim is found, not stored twice."""
+    first = Ontology(root, "shop", create=True)
+    first.ingest("note-a.md", memory("note-a", "first", f"- {_filler(1)[0]} {_word()}"), Channel.CLI)
+    monkeypatch.setattr(neardup, "RECENT_ROWS", 1)
+    second = Ontology(root, "shop")
+    claim = f"{_filler(1)[0]} {_word()}"
+    second.ingest("note-b.md", memory("note-b", "second", f"- {claim}"), Channel.CLI)
+    second.close()
+    with first.reader() as conn:
+        assert conn.execute("SELECT count(*) FROM subsets_recent").fetchone()[0] == 0  # all moved
+    monkeypatch.setattr(neardup, "RECENT_ROWS", 10**9)
+    restated = " ".join(claim.split()[:4])
+    first.ingest("note-c.md", memory("note-c", "third", f"- {restated}"), Channel.CLI)
+    with first.reader() as conn:
+        assert conn.execute("SELECT count(*) FROM assertions WHERE text = ?", (restated,)).fetchone()[0] == 0
+        assert conn.execute("SELECT count(*) FROM stances st JOIN assertions a ON a.id = st.assertion_id "
+                            "WHERE a.text = ?", (claim,)).fetchone()[0] == 2
+    first.close()

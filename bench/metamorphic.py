@@ -32,6 +32,8 @@ _HEADING = re.compile(r"^(#{2,6})\s+(.*)$")
 _LINK = re.compile(r"\]\(([^)\s]+\.md)\)")
 _QUOTED = re.compile(r"“([^”]*)”")
 _MARKUP = re.compile(r"[*_`~]+")
+# What starts a block even inside a paragraph (CommonMark): a bullet, a list from 1, a heading, a quote.
+_BLOCK_START = re.compile(r"^(?:[-*+]\s|1[.)]\s|#|>|\||```|~~~|<)")
 
 
 # ---- the rewrites ----------------------------------------------------------------------------------
@@ -145,8 +147,13 @@ def rewrap(files: Files) -> Files:
             m = _BULLET.match(line)
             lead = m.group(0) if m else re.match(r"\s*", line).group(0)
             rest = " " * len(lead)
-            out += textwrap.wrap(line, 60, initial_indent="", subsequent_indent=rest,
-                                 break_long_words=False, break_on_hyphens=False) or [line]
+            wrapped = textwrap.wrap(line, 60, initial_indent="", subsequent_indent=rest,
+                                    break_long_words=False, break_on_hyphens=False) or [line]
+            for piece in wrapped:  # never break before what would start a block of its own
+                if out and piece is not wrapped[0] and _BLOCK_START.match(piece.strip()):
+                    out[-1] += " " + piece.strip()
+                else:
+                    out.append(piece)
         return out
     return _map_body(files, fn)
 
@@ -155,7 +162,7 @@ def markers(files: Files) -> Files:
     """`-` bullets become `*`, `##` headings lower-case, a bullet's final full stop dropped or added."""
     def fn(lines: list[str]) -> list[str]:
         prose, out = _prose(lines), []
-        for line, p in zip(lines, prose):
+        for i, (line, p) in enumerate(zip(lines, prose)):
             if p:
                 h = _HEADING.match(line)
                 m = _BULLET.match(line)
@@ -163,9 +170,11 @@ def markers(files: Files) -> Files:
                     line = f"{h.group(1)} {h.group(2).lower()}"
                 elif m and m.group(2) == "-" and "](" not in line:
                     body = line[m.end():].rstrip()
-                    if body.endswith("."):
+                    following = lines[i + 1] if i + 1 < len(lines) else ""
+                    last = not following.strip() or _BULLET.match(following) or following.startswith("#")
+                    if last and body.endswith("."):  # the item's own last line only
                         body = body[:-1]
-                    elif body and body[-1].isalnum():
+                    elif last and body and body[-1].isalnum():
                         body += "."
                     line = f"{m.group(1)}* {body}"
             out.append(line)
@@ -313,7 +322,7 @@ def keys(f: Finding) -> set[tuple[str, ...]]:
         old, new, newer, older = (norm(t) for t in f.texts)
         return {("update", old, new), ("update", older or old, newer)}
     line = f.texts[0]
-    if f.files:
+    if f.files or line.startswith("- **CONTE"):  # which side names a dispute depends on ingestion order
         return {("mark", "disputed index line")}
     quoted = _QUOTED.findall(line)
     if quoted:

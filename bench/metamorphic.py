@@ -32,6 +32,7 @@ _HEADING = re.compile(r"^(#{2,6})\s+(.*)$")
 _LINK = re.compile(r"\]\(([^)\s]+\.md)\)")
 _QUOTED = re.compile(r"“([^”]*)”")
 _MARKUP = re.compile(r"[*_`~]+")
+_FILE_NAME = re.compile(r"[\w.-]+\.md\b")
 # What starts a block even inside a paragraph (CommonMark): a bullet, a list from 1, a heading, a quote.
 _BLOCK_START = re.compile(r"^(?:[-*+]\s|1[.)]\s|#|>|\||```|~~~|<)")
 
@@ -302,7 +303,7 @@ KEEPS_AGREEMENTS = ("rename", "rewrap", "markers", "copy_session", "add_unrelate
 
 def norm(text: str) -> str:
     """A statement as a rewrite leaves it: no markup, list marker, case, spacing or final stop."""
-    text = _MARKUP.sub("", text)
+    text = _MARKUP.sub("", _FILE_NAME.sub("", text))  # an index line's link text may be its file's (renamed) name
     text = _BULLET.sub("", text)
     text = re.sub(r"\s+", " ", text).strip().lower()
     return text.rstrip(".;:,!")

@@ -18,7 +18,7 @@ from slugify import slugify
 from ontology.artifact import Artifact, Kind
 from ontology.claims import (BULLET_RE, MD_LINK_RE, NOT_CLAIMS, WIKILINK_RE, LineClassifier, LineKind, is_link_list,
                              label_of, strip_bullet)
-from ontology.normalize import Proposition, clean_markup, fact_proposition, proposition
+from ontology.normalize import Proposition, clean_markup, fact_proposition, is_generic_subject, proposition
 from ontology.removals import IdentifierStance, identifier_stances
 from ontology.revisions import Revision, paired, revisions
 from ontology.scope import scoped_slot
@@ -52,9 +52,69 @@ _QUOTE_RE = re.compile(r"^\s*(?:>\s?)+")
 # Sentences end at . ! ? before a capital or a digit, and after 。！？ in any case (no space there).
 # Sentence ends: ".!?" before a capital, a digit or any non-ASCII letter; the Devanagari danda ।/॥, the
 # Arabic question mark ؟, the Urdu ۔, the Armenian ։, the Ethiopic ። and the Myanmar ။ before a space;
-# 。！？ in any case (a long Hindi paragraph was one unit and was dropped at MAX_STATEMENT_CHARS).
-_SENTENCE_SPLIT_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9`*\"'(\[]|[^\x00-\x7f])|(?<=[।॥؟۔։።။])\s+"
-                                r"|(?<=[。！？])\s*(?=\S)")
+# 。！？ in any case (a long Hindi paragraph was one unit and was dropped at MAX_STATEMENT_CHARS); each
+# also after the closing quotation mark that ends a quoted sentence (`… "Then commit." Never push`), for
+# 。！？ only before a space (「…？」と聞く goes on).
+_SENTENCE_SPLIT_RE = re.compile(r"(?:(?<=[.!?])|(?<=[.!?][\"“”»›」』]))\s+(?=[A-Z0-9`*\"'(\[]|[^\x00-\x7f])"
+                                r"|(?<=[।॥؟۔։።။])\s+|(?<=[。！？])\s*(?=\S)|(?<=[。！？][」』”])\s+")
+# Quotation marks, opening -> closing. A sentence end inside a balanced quotation ends the quoted
+# sentence, not the author's: `ask: "Does it work? Then commit." Never push` is two statements, not three.
+# “ closes „ (German) and opens otherwise; " closes the open " and opens otherwise.
+_QUOTE_PAIRS = {'"': '"', "\u201c": "\u201d", "\u201e": "\u201c", "\u00ab": "\u00bb", "\u00bb": "\u00ab",
+                "\u2039": "\u203a", "\u300c": "\u300d", "\u300e": "\u300f", "\uff02": "\uff02"}
+_QUOTE_CHARS_RE = re.compile("[" + "".join(sorted(set(_QUOTE_PAIRS) | set(_QUOTE_PAIRS.values()))) + "]")
+# A quotation longer than a statement is a stray mark's reach, not a quote: it holds no split.
+MAX_QUOTE_CHARS = 400
+
+
+_OPENERS = {closing: frozenset(o for o, c in _QUOTE_PAIRS.items() if c == closing) for closing in _QUOTE_PAIRS.values()}
+_STRAIGHT = frozenset('"\uff02')  # a straight quote opens only after a non-word, closes only before one
+
+
+def _quoted(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each outermost balanced quotation, in order, in linear time: a stack of open
+    marks with a count per mark, so a closing mark scans the stack only when its opener is on it, and
+    pops what it scans (openers left unmatched in between are dropped)."""
+    stack: list[tuple[str, int]] = []
+    open_count: dict[str, int] = {}
+    spans: list[tuple[int, int]] = []
+    for m in _QUOTE_CHARS_RE.finditer(text):
+        mark, at = m.group(), m.start()
+        straight = mark in _STRAIGHT
+        closes = not straight or at + 1 == len(text) or not text[at + 1].isalnum()
+        if closes and any(open_count.get(o) for o in _OPENERS.get(mark, ())):
+            while True:
+                opener, start = stack.pop()
+                open_count[opener] -= 1
+                if opener in _OPENERS[mark]:
+                    break
+            if at - start <= MAX_QUOTE_CHARS:
+                while spans and spans[-1][0] > start:
+                    spans.pop()  # a quotation inside this one
+                spans.append((start, at))
+        elif mark in _QUOTE_PAIRS and (not straight or at == 0 or not text[at - 1].isalnum()):
+            stack.append((mark, at))
+            open_count[mark] = open_count.get(mark, 0) + 1
+    return spans
+
+
+def _sentences(text: str) -> list[str]:
+    """`text` split at its sentence ends (`_SENTENCE_SPLIT_RE`), except inside a balanced quotation."""
+    spans = _quoted(text) if _QUOTE_CHARS_RE.search(text) else []
+    if not spans:
+        return _SENTENCE_SPLIT_RE.split(text)
+    out, last, k = [], 0, 0
+    for m in _SENTENCE_SPLIT_RE.finditer(text):
+        while k < len(spans) and spans[k][1] < m.start():
+            k += 1
+        if k < len(spans) and spans[k][0] < m.start():
+            continue  # inside a quotation
+        out.append(text[last:m.start()])
+        last = m.end()
+    out.append(text[last:])
+    return out
+
+
 _CLAUSE_SPLIT_RE = re.compile(r"(?<=[;；])\s*(?=\S)")  # a sentence still too long splits at semicolons
 _INDEX_LINE_RE = re.compile(r"^\s*[-*+]\s*\[([^\]]+)\]\(([^)\s]+)\)\s*(?:[-\u2013\u2014:]+\s*(.*))?$")
 
@@ -244,7 +304,7 @@ def _body_units(body: str, file_day: str | None = None) -> list[_Unit]:
 
     def flush() -> None:
         if paragraph:
-            for sentence in _SENTENCE_SPLIT_RE.split(" ".join(paragraph)):
+            for sentence in _sentences(" ".join(paragraph)):
                 units.append(_Unit(section, sentence, section_date or file_day))
             paragraph.clear()
 
@@ -293,7 +353,7 @@ def _split_bullet(unit: str) -> list[str]:
     """A long bullet is split into its sentences; a short one stays whole."""
     if len(unit) <= MAX_STATEMENT_CHARS:
         return [unit]
-    return [clause for sentence in _SENTENCE_SPLIT_RE.split(unit) if sentence.strip()
+    return [clause for sentence in _sentences(unit) if sentence.strip()
             for clause in (_CLAUSE_SPLIT_RE.split(sentence) if len(sentence) > MAX_STATEMENT_CHARS else [sentence])
             if clause.strip()]
 
@@ -357,19 +417,39 @@ def memory_file_key(filename: str) -> str:
     return concept_key(PurePosixPath(filename).stem)
 
 
+# A description this short with a generic or document-kind head ("Weekly status", "Sprint notes") names
+# what kind of file it is; it states nothing, and the same label in every status file is no agreement.
+MAX_LABEL_DESCRIPTION_TOKENS = 3
+_DOCUMENT_NOUNS = frozenset("""log logs journal report reports overview plan plans checklist board diary recap retro
+    retrospective standup snapshot handoff progress memo minutes agenda backlog roadmap changelog readme draft
+    session sessions meeting meetings weekly daily monthly""".split())
+
+
+def _is_label(description: str) -> bool:
+    """Whether a frontmatter description is a bare label: a few plain words, the first or last of which
+    is a generic or document-kind noun, with no number, name or `key: value` in it."""
+    prop = proposition(description)
+    if prop is None or prop.slot or len(prop.tokens) > MAX_LABEL_DESCRIPTION_TOKENS \
+            or not all(t.isalpha() for t in prop.tokens) or _FACT_RE.match(clean_markup(description)):
+        return False
+    words = prop.key.split()
+    return any(w in _DOCUMENT_NOUNS or is_generic_subject(w) for w in (words[0], words[-1]))
+
+
 def _memory(artifact: Artifact) -> Extraction:
     key = memory_file_key(artifact.filename)
     decl = ConceptDecl(key, artifact.name or PurePosixPath(artifact.filename).stem, artifact.memory_type or "memory",
                        title=artifact.name, description=artifact.description)
     day = file_date(artifact.filename, artifact.frontmatter)
     units: list[_Unit] = []
-    if artifact.description:
+    claims = artifact.description and not _is_label(artifact.description)
+    if claims:
         units.append(_Unit(None, artifact.description, day))
     units += _body_units(artifact.body, day)
     statements, truncated = _statements(units, key, key)
     summary = None
     if artifact.description:
-        described = _statement_from_line(artifact.description)
+        described = _statement_from_line(artifact.description) if claims else None
         first = 0 if described is not None and statements and statements[0].text == described[0] else None
         summary = Summary(first, file_status(artifact.description), marker_of(artifact.description), day)
     return Extraction((decl,), tuple(statements), tuple(_relations(key, artifact.body)), truncated, summary)

@@ -19,7 +19,7 @@ from functools import lru_cache
 
 from ontology import minhash
 from ontology.language import NEGATION_CUE
-from ontology.normalize import Proposition, numbers, rival, swap, swapped_in_place, value_marks
+from ontology.normalize import Proposition, names_apart, numbers, rival, swap, swapped_in_place, value_marks
 from ontology.schema import in_chunks
 
 # Words that state a value of a switch: two wordings differing by one of them state two values.
@@ -302,6 +302,8 @@ class NearDuplicateIndex:
                 continue  # "Debug logging is off" is not "Debug logging is on" ("on" is a stopword)
             if (theirs := value_marks(cache[cid][0])) and (ours := value_marks(mine)) and theirs != ours:
                 continue  # "ฐานข้อมูล: MySQL" is not "ฐานข้อมูล: PostgreSQL" (a fact that is no slot)
+            if names_apart(cache[cid][0], mine):
+                continue  # "block_k: [32, 64]" is not "block_k=64 same as block_k=32" (ADR 0004)
             if text is not None and swap(cache[cid][0], mine) and swapped_in_place(
                     self._text(cid), cache[cid][0], text, mine):
                 continue  # "… the web package first" is not "… the api package first" (ADR 0004)

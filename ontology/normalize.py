@@ -339,6 +339,26 @@ def swapped_in_place(text_a: str, a: frozenset[str], text_b: str, b: frozenset[s
     return pair is not None and not _places(text_a, pair[0]).isdisjoint(_places(text_b, pair[1]))
 
 
+# A statement this short is all its words: one name more or less changes what it says.
+SHORT_STATEMENT_TOKENS = 4
+
+
+def _is_name(token: str) -> bool:
+    """An identifier, path or code name ("block_k", "shard3/shard7", "settings.json"): letters with digits or
+    punctuation. A plain word is letters only (a stem, a CJK bigram); a bare number has no letter."""
+    return not token.isalpha() and token[0] not in (VALUE_MARK, NEGATION_CUE) and any(c.isalpha() for c in token)
+
+
+def names_apart(a: frozenset[str], b: frozenset[str]) -> bool:
+    """Do two near wordings say different things about the same names? When they share no plain word,
+    all they share is names and numbers, and what each says of them is in the words that differ
+    ("block_k: [32, 64]" is a setting, "block_k=64 same as block_k=32" a finding). In short ones,
+    a name more or less is another claim ("shard3: FAIL checksum" / "shard3/shard7: FAIL checksum")."""
+    if not any(t.isalpha() for t in a & b):
+        return True
+    return min(len(a), len(b)) <= SHORT_STATEMENT_TOKENS and any(_is_name(t) for t in a ^ b)
+
+
 def value_marks(tokens: frozenset[str]) -> frozenset[str]:
     """The value tokens of a fact that is no slot: two such facts with other values are two claims."""
     return frozenset(t for t in tokens if t[0] == VALUE_MARK)

@@ -213,12 +213,16 @@ def _script_key(text: str) -> str:
 def concept_key(text: str) -> str:
     """A slug of the text. A name in another script keeps that script (`_script_key`): transliterated,
     "部署" and "布署" were both "bu-shu", "石", "十" and "時" all "shi", "Мир" was the Latin "mir", so two
-    files shared one concept and each topic file showed the other's notes. ASCII and Latin names keep
-    their slug. A name with nothing to transliterate ("🚀.md", "🔥.md") is keyed by its code points, not
+    files shared one concept and each topic file showed the other's notes. ASCII names keep their slug;
+    Latin ones keep their diacritics. A name with nothing to transliterate ("🚀.md", "🔥.md") is keyed by its code points, not
     one shared "untitled" that merged every such file into one concept."""
     if _other_script(text) and (key := _script_key(text)):
         return key
-    slug = slugify(text, max_length=MAX_CONCEPT_KEY, word_boundary=True)
+    # A Latin name with diacritics keeps them: "café" and "cafe", "Müller" and "Muller", "résumé" and
+    # "resume" are two files, and one key made each topic file list the other's notes. (İ lowercases to
+    # i and a combining dot, which would split the word.)
+    slug = slugify(text.replace("\u0130", "I"), max_length=MAX_CONCEPT_KEY, word_boundary=True,
+                   allow_unicode=not text.isascii())
     if slug:
         return slug
     points = "-".join(f"{ord(ch):x}" for ch in text if not ch.isspace() and ch not in "\ufe0f\u200d")

@@ -277,6 +277,9 @@ def test_files_named_only_with_emoji_stay_separate_concepts(tmp_path):
     ("石.md", "時.md"),  # "stone" and "time": both "shi"
     ("Мир.md", "mir.md"),  # Cyrillic and Latin: both "mir"
     ("Орёл.md", "Орел.md"),  # ё and е: both "orel"
+    ("café.md", "cafe.md"),  # Latin names differing only by diacritics: both "cafe"
+    ("Müller.md", "Muller.md"),
+    ("résumé_notes.md", "resume_notes.md"),
 ])
 def test_names_in_other_scripts_that_transliterate_alike_stay_separate_concepts(tmp_path, first, second):
     """Concept keys were transliterations, so two names that read alike in Latin letters shared one

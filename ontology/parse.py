@@ -118,9 +118,38 @@ def _plain_cp1252(data: bytes) -> str | None:
     return text
 
 
+# UTF-16 without a BOM (PowerShell's and some editors' "Unicode" with the mark stripped): mostly Latin
+# text has a NUL high byte in every other byte, on one side only. Read when at least this share of its code
+# units has the NUL on one side and the other side has almost none (a CJK unit like U+4E00 has one);
+# anything less clear stays binary.
+MIN_UTF16_NUL_SHARE = 0.5
+MAX_UTF16_OTHER_SIDE = 1 / 16
+
+
+def _utf16_without_bom(data: bytes) -> tuple[str, str] | None:
+    """(text, encoding) of BOM-less UTF-16 whose NUL bytes say its byte order, or None. The order is not
+    guessed: the NULs sit on one side of the code units, the text decodes strictly and encodes back to
+    the same bytes, with no control character but line breaks and tabs."""
+    units = len(data) // 2
+    if not units or len(data) % 2:
+        return None
+    high_first, high_last = data[0::2].count(0), data[1::2].count(0)  # NULs in BE's, in LE's high bytes
+    for nuls, other, encoding in ((high_last, high_first, "utf-16-le"), (high_first, high_last, "utf-16-be")):
+        if nuls >= MIN_UTF16_NUL_SHARE * units and other <= MAX_UTF16_OTHER_SIDE * nuls:
+            try:
+                text = data.decode(encoding)
+            except UnicodeDecodeError:
+                return None
+            if text.encode(encoding) != data or any(ord(ch) < 32 and ch not in "\t\n\r\f" for ch in text):
+                return None  # a NUL or control character: binary after all
+            return text, encoding
+    return None
+
+
 def decode_text(data: bytes) -> tuple[str, str | None]:
-    """(text, the encoding it was read from when not UTF-8). UTF-8 first; a BOM names UTF-16 or UTF-32
-    exactly; else cp1252 when plainly Western text. `ArtifactRejected` for anything else."""
+    """(text, the encoding it was read from when not UTF-8). A BOM names UTF-16 or UTF-32 exactly; NUL
+    bytes on one side of every code unit name BOM-less UTF-16's byte order; else UTF-8, else cp1252 when
+    plainly Western text. `ArtifactRejected` for anything else."""
     for bom, encoding in _BOMS:
         if data.startswith(bom):
             try:
@@ -129,6 +158,8 @@ def decode_text(data: bytes) -> tuple[str, str | None]:
                 raise ArtifactRejected(f"artifact starts with a {encoding.upper()} byte-order mark but is not "
                                        f"valid {encoding.upper()} (byte {exc.start + len(bom)})") from None
     if b"\x00" in data:
+        if (utf16 := _utf16_without_bom(data)) is not None:
+            return utf16[0], utf16[1].upper()
         raise ArtifactRejected("artifact contains NUL bytes (binary content is not ingested)")
     try:
         return data.decode("utf-8"), None

@@ -1,7 +1,7 @@
-"""Memory files not in UTF-8: a UTF-16/UTF-32 file with its byte-order mark, and a Windows-1252 file
-that is plainly Western text, are read exactly and reach the graph, search, MCP, the generated index,
-the mount and `project --to` as the same characters; anything else is refused with its reason and
-loses nothing else. The fixtures in tests/fixtures/encodings are written in those encodings."""
+"""Memory files not in UTF-8: UTF-16/UTF-32 with a byte-order mark, UTF-16 without one whose NUL bytes
+name its byte order, and Windows-1252 that is plainly Western text are read exactly and reach the graph,
+search, MCP, the generated index, the mount and `project --to` as the same characters; anything else is
+refused with its reason and loses nothing else. tests/fixtures/encodings holds files in those encodings."""
 
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ READABLE = {
     "deploy_windows.md": ("Le déploiement utilise Chocolatey sur le poste de Zoé.", "UTF-16-LE"),
     "build_cache.md": ("Der Build-Cache liegt auf dem Laufwerk D: von Jörg.", "UTF-16-BE"),
     "backup_policy.md": ("Retención: 30 días “sin excepción”.", "cp1252"),
+    "print_queue.md": ("La file d'impression tourne sur le serveur de Loïc, port 631.", "UTF-16-LE"),  # no BOM
 }
 MOJIBAKE = ("\ufffd", "Ã", "Ð", "ÿþ", "þÿ", "\x00")
 
@@ -56,6 +57,23 @@ def test_a_file_in_utf16_or_plain_cp1252_is_read_as_its_author_wrote_it(name):
 def test_bytes_that_are_not_plainly_western_text_are_refused_not_guessed(text, codec):
     with pytest.raises(ArtifactRejected, match="not valid UTF-8.*save it as UTF-8"):
         decode_text(text.encode(codec))
+
+
+@pytest.mark.parametrize("codec", ["utf-16-le", "utf-16-be"])
+def test_utf16_without_a_bom_is_read_when_its_nul_bytes_name_the_byte_order(codec):
+    text = "- Tests run with `pytest -q` on the CI runner.\n- Le déploiement passe par 一 script.\n"
+    assert decode_text(text.encode(codec)) == (text, codec.upper())
+
+
+@pytest.mark.parametrize("data", [
+    "部署在周一进行，日志保存十四天。".encode("utf-16-le"),  # no NUL pattern to name the byte order
+    "- The port is 8080.\x00\n".encode("utf-16-le"),  # a NUL character: binary after all
+    "- The port is 8080.\n".encode("utf-16-le")[:-1],  # an odd number of bytes
+    bytes(range(256)) * 4,
+], ids=["han", "nul-char", "odd", "binary"])
+def test_bytes_with_nuls_that_are_not_plainly_utf16_stay_refused(data):
+    with pytest.raises(ArtifactRejected, match="NUL bytes"):
+        decode_text(data)
 
 
 def test_a_file_mixing_utf8_and_another_encoding_is_refused():

@@ -12,7 +12,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TypeVar
 
-SCHEMA_VERSION = 23  # 2: lsh is WITHOUT ROWID; 3: 15x4 LSH bands; 4: subsets (exact short near-dups);
+SCHEMA_VERSION = 24  # 2: lsh is WITHOUT ROWID; 3: 15x4 LSH bands; 4: subsets (exact short near-dups);
 # 5: evidence aggregates kept by delta (ontology/aggregate.py); 6: trigram indexes for CJK search
 # 7: memory_files (newest text of each memory file and of the index, for the projection)
 # 8: source identities fold NFC/NFD and case of file names; 9: NFC only, case kept (layout.name_key)
@@ -34,6 +34,7 @@ SCHEMA_VERSION = 23  # 2: lsh is WITHOUT ROWID; 3: 15x4 LSH bands; 4: subsets (e
 # 22: no index on artifacts.sha256 (no query reads by it; a random page per artifact; ADR 0007, "Session 7")
 # 23: concept keys of Latin names keep their diacritics ("café" is not "cafe"; ADR 0005, session 8); the
 #     rebuild also re-reads claims with session 8's rules (quotations, labels, short wordings; ADR 0009)
+# 24: rows holding a pictograph (🚀 ✅) are in the trigram indexes too: an emoji is a search term (ADR 0008)
 # A writer holding the lock is normal (one artifact at a time); wait for it rather than fail.
 BUSY_TIMEOUT_MS = 30_000
 WAL_AUTOCHECKPOINT_PAGES = 16_384

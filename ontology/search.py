@@ -3,8 +3,8 @@
 Invariant: read-only SQL. A hit's match tier (phrase > near > all terms > partial) always outranks
 its text score; within a tier the score is the list's BM25 divided by that list's best, times an
 evidence factor in (0, 1], so concept and assertion hits compare on one scale (docs/adr/0008).
-Text in scripts written without spaces (CJK, kana, Hangul, Thai) is matched by substring through a
-trigram index beside the word index; `index_concept`/`index_assertion` keep both in step.
+Text in scripts written without spaces (CJK, kana, Hangul, Thai) and pictographs (🚀, ✅) are matched by
+substring through a trigram index beside the word index; `index_concept`/`index_assertion` keep both in step.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from itertools import combinations
 
 from ontology.evidence import Label
 from ontology.search_terms import (  # noqa: F401 (search's public API: parse, then search)
-    Filters, SearchError, Term, has_boundaryless, parse_filters, parse_query, script_variants)
+    Filters, SearchError, Term, has_boundaryless, needs_substrings, parse_filters, parse_query, script_variants)
 
 # Partial matches try subsets of the query's terms, heaviest first, until the page is full: the six
 # heaviest terms, and at most ten subsets (all 3- and 2-term subsets of four terms), so a long
@@ -83,7 +83,7 @@ class Hit:
 def index_concept(conn: sqlite3.Connection, concept_id: int, fields: tuple[str, str, str, str],
                   *, replace: bool) -> None:
     """(key, name, title, description) into the word index, and into the trigram index when any of
-    it is in a script without spaces."""
+    it is in a script without spaces or holds a pictograph."""
     if replace:
         conn.execute("DELETE FROM concepts_fts WHERE rowid=?", (concept_id,))
         conn.execute("DELETE FROM concepts_cjk WHERE rowid=?", (concept_id,))
@@ -91,7 +91,7 @@ def index_concept(conn: sqlite3.Connection, concept_id: int, fields: tuple[str, 
     conn.execute("INSERT INTO concepts_fts(rowid, key, name, title, description) VALUES(?,?,?,?,?)",
                  (concept_id, *fields))
     text = "\n".join(dict.fromkeys(f for f in fields if f))  # name often repeats the key
-    if has_boundaryless(text):
+    if needs_substrings(text):
         conn.execute("INSERT INTO concepts_cjk(rowid, text) VALUES(?,?)", (concept_id, text))
 
 
@@ -108,7 +108,7 @@ def index_assertion(conn: sqlite3.Connection, assertion_id: int, text: str, *, r
         conn.execute("DELETE FROM assertions_cjk WHERE rowid=?", (assertion_id,))
     text = _indexed(text)
     conn.execute("INSERT INTO assertions_fts(rowid, text) VALUES(?,?)", (assertion_id, text))
-    if has_boundaryless(text):
+    if needs_substrings(text):
         conn.execute("INSERT INTO assertions_cjk(rowid, text) VALUES(?,?)", (assertion_id, text))
 
 

@@ -31,6 +31,12 @@ MAX_TERMS = 8  # a query is a question, not a document; more words only slow the
 _BOUNDARYLESS = ("\u0e00-\u0e7f\u1100-\u11ff\u3005-\u3007\u3040-\u30ff\u3130-\u318f\u3400-\u4dbf"
                  "\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f\U00020000-\U0003134f")
 _RUN_RE = re.compile(f"[{_BOUNDARYLESS}]+")
+# Pictographs: emoji and the symbol blocks memory marks lines with (✅ ❌ ⚠ ⭐ ⏳, Dingbats, Misc Symbols,
+# Misc Technical, the emoji planes). No word tokenizer keeps them, so rows holding one go to the trigram
+# index too and a query's pictograph is a substring term of its own; a variation selector, skin tone or
+# joiner inside a sequence stays with it ("👩‍💻"), a trailing U+FE0F is dropped (the text may lack it).
+_PICTOGRAPHS = "\u2300-\u23ff\u2600-\u27bf\u2b00-\u2bff\U0001f000-\U0001faff"
+_PICTOGRAPH_RE = re.compile(f"[{_PICTOGRAPHS}](?:[\ufe0f\u200d\U0001f3fb-\U0001f3ff]*[{_PICTOGRAPHS}])*")
 _WORD_RE = re.compile(r"[^\W_]+")  # unicode61's token characters: `_` separates, as in the index
 _EDGE_RE = re.compile(r"^[^\w~]+|[^\w]+$")
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
@@ -112,6 +118,11 @@ def has_boundaryless(text: str) -> bool:
     return _RUN_RE.search(text) is not None
 
 
+def needs_substrings(text: str) -> bool:
+    """Whether text goes to the trigram index too: it holds a script without spaces or a pictograph."""
+    return _RUN_RE.search(text) is not None or (not text.isascii() and _PICTOGRAPH_RE.search(text) is not None)
+
+
 def parse_query(text: str) -> tuple[Term, ...]:
     """Terms of a query: whitespace-separated chunks, each kept whole (an identifier is one term);
     runs of CJK/kana/Hangul/Thai are terms of their own. Framing words count only when nothing else
@@ -122,6 +133,9 @@ def parse_query(text: str) -> tuple[Term, ...]:
     text = _CONTROL_RE.sub(" ", unicodedata.normalize("NFKC", text))  # NUL ends an FTS5 string early
     for chunk in text.split():
         found = [Term(run, ()) for run in _RUN_RE.findall(chunk)]
+        if not chunk.isascii():
+            found += [Term(p, ()) for p in _PICTOGRAPH_RE.findall(chunk)]
+            chunk = _PICTOGRAPH_RE.sub(" ", chunk)
         rest = _RUN_RE.sub(" ", chunk).strip()
         rest = _EDGE_RE.sub("", rest) if rest.isascii() else _marked_edge_re().sub("", rest)
         tokens = tuple(t.casefold() for t in _word_re(rest).findall(rest))

@@ -158,6 +158,20 @@ def test_cjk_words_are_found_by_substring(onto):
     assert "型紙は棚3にある" in _texts(_hits(onto, "型"))
 
 
+def test_an_emoji_alone_is_a_search_term(onto):
+    """Memory marks lines with emoji (🚀 releases, ✅ done, ⚠️ care); no word tokenizer keeps one, so an emoji
+    alone found nothing. Rows holding a pictograph go to the substring index too."""
+    _ingest(onto, ("ship.md", memory("ship", "release notes", "- 🚀 Releases go out on Tuesday\n"
+                                                               "- ✅ The orders migration is done\n"
+                                                               "- ⚠️ Never rotate the signing key by hand\n"
+                                                               "- 👩‍💻 Pairing on Fridays\n")),
+            ("plain.md", memory("plain", "unrelated", "- The orders migration runs at night\n")))
+    assert _texts(_hits(onto, "🚀")) == ["🚀 Releases go out on Tuesday"]
+    assert _texts(_hits(onto, "⚠️")) == ["⚠️ Never rotate the signing key by hand"]  # the query's U+FE0F or not
+    assert _texts(_hits(onto, "👩‍💻")) == ["👩‍💻 Pairing on Fridays"]
+    assert _texts(_hits(onto, "✅ migration"))[0] == "✅ The orders migration is done"
+
+
 def test_identifiers_are_one_term_and_come_back_verbatim(onto):
     description = "Set actor.calculate_sum_pi_squared=True and keep ~/cool/x for 2~3-part runs"
     _ingest(onto, ("id.md", memory("id", description)),

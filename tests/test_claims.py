@@ -229,3 +229,24 @@ def test_sentences_split_outside_quotations_in_linear_time():
     # unmatched and mismatched marks hold no split, and each is scanned once (bench figures: docs/BENCHMARKS.md)
     hostile = "„" * 20000 + "”" * 20000 + ". A" * 3000 + "«" * 20000
     assert len(_sentences(hostile)) == 3001
+
+
+def test_a_synonym_swapped_in_place_is_two_claims_and_no_dispute(tmp_path: Path):
+    """Since the swap rule, "uses" / "utilizes" in place keep apart: recall lost, but no harm — neither is
+    a rival value of the other, so no dispute and no update, and each file keeps its own words."""
+    from conftest import memory
+
+    onto = Ontology(tmp_path, "claims", create=True)
+    try:
+        onto.ingest("a.md", memory("a", "session store", "- The billing API uses Redis for its session store\n"),
+                    Channel.CLI)
+        onto.ingest("b.md", memory("b", "session cache", "- The billing API utilizes Redis for its session store\n"),
+                    Channel.CLI)
+        with onto.reader() as conn:
+            claims = {a.text: a for a in queries.assertions(conn) if "billing API" in a.text}
+            assert not list(queries.updates(conn))
+        assert {t: (a.n_for, a.n_against, a.status) for t, a in claims.items()} == {
+            "The billing API uses Redis for its session store": (1, 0, "INSUFFICIENT_DATA"),
+            "The billing API utilizes Redis for its session store": (1, 0, "INSUFFICIENT_DATA")}
+    finally:
+        onto.close()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import enum
 import re
+import unicodedata
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
@@ -343,10 +344,17 @@ def swapped_in_place(text_a: str, a: frozenset[str], text_b: str, b: frozenset[s
 SHORT_STATEMENT_TOKENS = 4
 
 
+def _is_plain(token: str) -> bool:
+    """A plain word: letters only (a stem, a CJK bigram), with the combining marks of the scripts that
+    write vowels as marks ("उपयोग", a Thai bigram)."""
+    return token.isalpha() or (not token.isascii() and all(
+        ch.isalpha() or unicodedata.category(ch) in ("Mn", "Mc") for ch in token))
+
+
 def _is_name(token: str) -> bool:
     """An identifier, path or code name ("block_k", "shard3/shard7", "settings.json"): letters with digits or
-    punctuation. A plain word is letters only (a stem, a CJK bigram); a bare number has no letter."""
-    return not token.isalpha() and token[0] not in (VALUE_MARK, NEGATION_CUE) and any(c.isalpha() for c in token)
+    punctuation. A bare number has no letter."""
+    return not _is_plain(token) and token[0] not in (VALUE_MARK, NEGATION_CUE) and any(c.isalpha() for c in token)
 
 
 def names_apart(a: frozenset[str], b: frozenset[str]) -> bool:
@@ -354,7 +362,7 @@ def names_apart(a: frozenset[str], b: frozenset[str]) -> bool:
     all they share is names and numbers, and what each says of them is in the words that differ
     ("block_k: [32, 64]" is a setting, "block_k=64 same as block_k=32" a finding). In short ones,
     a name more or less is another claim ("shard3: FAIL checksum" / "shard3/shard7: FAIL checksum")."""
-    if not any(t.isalpha() for t in a & b):
+    if not any(_is_plain(t) for t in a & b):
         return True
     return min(len(a), len(b)) <= SHORT_STATEMENT_TOKENS and any(_is_name(t) for t in a ^ b)
 

@@ -75,3 +75,20 @@ def test_a_synonym_swapped_in_place_is_two_claims_and_no_dispute(tmp_path: Path)
             "The billing API utilizes Redis for its session store": (1, 0, "INSUFFICIENT_DATA")}
     finally:
         onto.close()
+
+
+def test_restatements_in_scripts_that_write_vowels_as_marks_still_agree(tmp_path: Path):
+    """A word with a vowel sign ("उपयोग") is a plain word, not a name: the rule that keeps wordings sharing
+    only names apart must not keep apart two Hindi restatements of one fact."""
+    from conftest import memory
+
+    onto = Ontology(tmp_path, "claims", create=True)
+    try:
+        # every word the two share carries a vowel sign, so none is letters only
+        onto.ingest("a.md", memory("a", "notes", "- सभी नोट्स हिंदी में लिखें\n"), Channel.CLI)
+        onto.ingest("b.md", memory("b", "language", "- सभी नोट्स हिंदी में ही लिखें\n"), Channel.CLI)
+        with onto.reader() as conn:
+            assert [(a.text, a.n_for) for a in queries.assertions(conn) if "नोट्स" in a.text] == [
+                ("सभी नोट्स हिंदी में लिखें", 2)]
+    finally:
+        onto.close()

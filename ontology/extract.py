@@ -18,7 +18,8 @@ from slugify import slugify
 from ontology.artifact import Artifact, Kind
 from ontology.claims import (BULLET_RE, MD_LINK_RE, NOT_CLAIMS, WIKILINK_RE, LineClassifier, LineKind, is_link_list,
                              label_of, strip_bullet)
-from ontology.normalize import Proposition, clean_markup, fact_proposition, is_generic_subject, proposition
+from ontology.normalize import (ARTICLES, Proposition, clean_markup, content_words, fact_proposition, is_generic_subject,
+                                proposition, stem)
 from ontology.removals import IdentifierStance, identifier_stances
 from ontology.revisions import Revision, paired, revisions
 from ontology.scope import scoped_slot
@@ -436,8 +437,9 @@ def _is_label(description: str) -> bool:
     if prop is None or prop.slot or len(prop.tokens) > MAX_LABEL_DESCRIPTION_TOKENS \
             or not all(t.isalpha() for t in prop.tokens) or _FACT_RE.match(clean_markup(description)):
         return False
-    words = prop.key.split()
-    return any(w in _DOCUMENT_NOUNS or is_generic_subject(w) for w in (words[0], words[-1]))
+    words = [w for w in content_words(description) if w not in ARTICLES]
+    return bool(words) and any(w in _DOCUMENT_NOUNS or stem(w) in _DOCUMENT_NOUNS or is_generic_subject(w)
+                               for w in (words[0], words[-1]))
 
 
 def _memory(artifact: Artifact) -> Extraction:

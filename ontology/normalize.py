@@ -71,7 +71,7 @@ GENERIC_SUBJECTS = frozenset(
 ) | frozenset("状态 状態 상태 관련 연관 相关 相關 関連 参照 결과 结果 結果 原因 注意 备注 備考 참고 메모".split())
 # Articles of other languages: "Het probleem is opgelost" (Dutch uses "is" as English does) has the
 # generic subject "probleem"; the article alone must not make it specific.
-_ARTICLES = frozenset("het de een den der die das dem des ein eine einen el la le les los las lo il gli "
+ARTICLES = frozenset("het de een den der die das dem des ein eine einen el la le les los las lo il gli "
                       "un une una uno o os as um uma en ett det".split())
 # Clauses that only contrast ("use X, not Y", "X instead of Y") or give a reason or purpose ("... to
 # speed up CI", "... because it flaked") elaborate a claim; they are not the claim, so they do not
@@ -186,6 +186,11 @@ def content_key(text: str) -> str:
     return " ".join(stem(t) for t, _ in split_words(fold(text)) if t not in STOPWORDS and t != "=")
 
 
+def content_words(text: str) -> list[str]:
+    """The words of a phrase that are not stopwords, folded, unstemmed, in order."""
+    return [t for t, is_word in split_words(fold(text)) if is_word and t not in STOPWORDS]
+
+
 def _content(tokens: list[str]) -> list[str]:
     return [stem(t) for t in tokens if t not in STOPWORDS and t != "="]
 
@@ -197,7 +202,7 @@ def is_generic_subject(subject: str) -> bool:
     if not subject.isascii() and (counts := script_counts(subject)) and (
             counts.get(Script.OTHER) or counts.get(Script.THAI)):
         return True
-    tokens = [t for t, _ in split_words(fold(subject)) if t not in STOPWORDS and t not in _ARTICLES]
+    tokens = [t for t, _ in split_words(fold(subject)) if t not in STOPWORDS and t not in ARTICLES]
     return not tokens or all(t in GENERIC_SUBJECTS or stem(t) in GENERIC_SUBJECTS for t in tokens)
 
 

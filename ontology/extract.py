@@ -18,8 +18,8 @@ from slugify import slugify
 from ontology.artifact import Artifact, Kind
 from ontology.claims import (BULLET_RE, MD_LINK_RE, NOT_CLAIMS, WIKILINK_RE, LineClassifier, LineKind, is_link_list,
                              label_of, strip_bullet)
-from ontology.normalize import (ARTICLES, Proposition, clean_markup, content_words, fact_proposition, is_generic_subject,
-                                proposition, stem)
+from ontology.normalize import (ARTICLES, Proposition, clean_markup, content_words, fact_proposition,
+                                is_generic_subject, proposition, stem)
 from ontology.removals import IdentifierStance, identifier_stances
 from ontology.revisions import Revision, paired, revisions
 from ontology.scope import scoped_slot
@@ -68,7 +68,8 @@ _QUOTE_CHARS_RE = re.compile("[" + "".join(sorted(set(_QUOTE_PAIRS) | set(_QUOTE
 MAX_QUOTE_CHARS = 400
 
 
-_OPENERS = {closing: frozenset(o for o, c in _QUOTE_PAIRS.items() if c == closing) for closing in _QUOTE_PAIRS.values()}
+_OPENERS = {closing: frozenset(o for o, c in _QUOTE_PAIRS.items() if c == closing)
+            for closing in _QUOTE_PAIRS.values()}
 _STRAIGHT = frozenset('"\uff02')  # a straight quote opens only after a non-word, closes only before one
 
 
@@ -215,8 +216,8 @@ def concept_key(text: str) -> str:
     """A slug of the text. A name in another script keeps that script (`_script_key`): transliterated,
     "部署" and "布署" were both "bu-shu", "石", "十" and "時" all "shi", "Мир" was the Latin "mir", so two
     files shared one concept and each topic file showed the other's notes. ASCII names keep their slug;
-    Latin ones keep their diacritics. A name with nothing to transliterate ("🚀.md", "🔥.md") is keyed by its code points, not
-    one shared "untitled" that merged every such file into one concept."""
+    Latin ones keep their diacritics. A name with nothing to transliterate ("🚀.md", "🔥.md") is keyed by
+    its code points, not one shared "untitled" that merged every such file into one concept."""
     if _other_script(text) and (key := _script_key(text)):
         return key
     # A Latin name with diacritics keeps them: "café" and "cafe", "Müller" and "Muller", "résumé" and

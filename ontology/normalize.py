@@ -72,7 +72,7 @@ GENERIC_SUBJECTS = frozenset(
 # Articles of other languages: "Het probleem is opgelost" (Dutch uses "is" as English does) has the
 # generic subject "probleem"; the article alone must not make it specific.
 ARTICLES = frozenset("het de een den der die das dem des ein eine einen el la le les los las lo il gli "
-                      "un une una uno o os as um uma en ett det".split())
+                     "un une una uno o os as um uma en ett det".split())
 # Clauses that only contrast ("use X, not Y", "X instead of Y") or give a reason or purpose ("... to
 # speed up CI", "... because it flaked") elaborate a claim; they are not the claim, so they do not
 # take part in matching (the display text keeps them).

@@ -171,8 +171,8 @@ def test_one_artifact_files_its_near_duplicate_keys_on_the_last_page_or_two(root
     assert written["subsets_recent"] <= 2, written
     # Four of its five words (J = 4/5): the same claim, found through a key this commit appended.
     # (its description is a sentence: a bare label like "another note" is no claim, ADR 0009)
-    again.ingest("note-y.md", memory("note-y", "restates four of those five words", "- " + " ".join(fresh[0].split()[:4])),
-                 Channel.CLI)
+    restated = "- " + " ".join(fresh[0].split()[:4])
+    again.ingest("note-y.md", memory("note-y", "restates four of those five words", restated), Channel.CLI)
     with again.reader() as conn:
         assert conn.execute("SELECT count(*) FROM assertions").fetchone()[0] == before + 1  # note-y's title only
         assert conn.execute("SELECT count(*) FROM stances st JOIN assertions a ON a.id = st.assertion_id "

@@ -86,3 +86,15 @@ def test_drop_name_recovers_original_name_and_hint():
 def test_wrong_types_in_frontmatter_do_not_crash():
     art = parse_artifact("shop", "odd.md", b"---\nname: [a, b]\ndescription: 42\ntype: 7\n---\nbody\n")
     assert art.name is None and art.description == "42" and art.memory_type is None
+
+
+@pytest.mark.parametrize("control", ["\x01", "\x0b", "\r", "\x1b", "\x1f"])
+def test_control_share_counts_each_control_character_but_layout(control):
+    """5 % control characters is text, one more is binary; newline, tab and form feed never count
+    (a file of them is text), and a lone CR in a file with newlines is a control character."""
+    body = "a\n\t\f" * 25  # 100 characters, none of them counted
+    at_limit = body + control * 10 + "b" * 90  # 10 of 200
+    assert parse_artifact("shop", "edge.md", at_limit.encode()).body
+    with pytest.raises(ArtifactRejected, match="binary"):
+        parse_artifact("shop", "edge.md", (at_limit + control).encode())
+    assert parse_artifact("shop", "layout.md", ("x\n\t\f" * 500).encode()).body

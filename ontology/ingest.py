@@ -211,6 +211,8 @@ class Ontology:
         self._queue_lock = threading.Lock()
         self._waiting = 0  # single callers inside ingest(), under _queue_lock
         self._caught_up = False  # readers apply what the archive holds once, when the writer is free
+        # Stat once per commit (`_database_identity`): as a string, not three Path joins per request.
+        self._database_path = str(self.paths.database)
 
     @property
     def slug(self) -> str:
@@ -281,7 +283,7 @@ class Ontology:
 
     def _database_identity(self) -> tuple[int, int] | None:
         try:
-            stat = self.paths.database.stat()
+            stat = os.stat(self._database_path)
         except FileNotFoundError:
             return None
         return stat.st_dev, stat.st_ino

@@ -50,6 +50,7 @@ _LABEL_PREFIX_RE = re.compile(r"^\s*(?:[*_]{2})([^*_:：]{1,40})[:：](?:[*_]{2}
 # `key: value` (ASCII colon and a space, or a full-width colon): a short key in any script.
 _FACT_RE = re.compile(r"^([^\s:：`][^:：`]{0,40}?)(?::\s+|：\s*)(\S.*)$")
 _QUOTE_RE = re.compile(r"^\s*(?:>\s?)+")
+_MARKER_RE = re.compile(r"^\s*(?:[-*+\u2022]|(\d+)[.)])\s+")  # a list marker; group 1: an ordered one's number
 # Sentences end at . ! ? before a capital or a digit, and after 。！？ in any case (no space there).
 # Sentence ends: ".!?" before a capital, a digit or any non-ASCII letter; the Devanagari danda ।/॥, the
 # Arabic question mark ؟, the Urdu ۔, the Armenian ։, the Ethiopic ። and the Myanmar ။ before a space;
@@ -314,10 +315,14 @@ def _body_units(body: str, file_day: str | None = None) -> list[_Unit]:
                 units.append(_Unit(section, sentence, section_date or file_day))
             paragraph.clear()
 
+    item_column: int | None = None  # the text column of the list item whose lines are being read
+
     for raw in body.split("\n"):
         quoted = _QUOTE_RE.match(raw)
         line = raw[quoted.end():].rstrip() if quoted else raw.rstrip()
         kind = classifier.classify(line)
+        if kind is not LineKind.TEXT:
+            item_column = None
         if kind is LineKind.HEADING:
             flush()
             heading = _HEADING_RE.match(line)
@@ -343,16 +348,28 @@ def _body_units(body: str, file_day: str | None = None) -> list[_Unit]:
         if kind in NOT_CLAIMS:
             flush()
             continue
-        if BULLET_RE.match(line):
+        marker = _MARKER_RE.match(line)
+        if marker and not (item_column is not None and _wrapped_number(line, marker, item_column)):
             flush()
             units.append(_Unit(section, line, section_date or file_day))
-        elif raw[:1] in (" ", "\t") and units and not paragraph and units[-1].row is None:
+            item_column = marker.end()
+            continue
+        if raw[:1] in (" ", "\t") and units and not paragraph and units[-1].row is None:
             last = units[-1]
             units[-1] = _Unit(last.section, last.text + " " + line.strip(), last.date)  # bullet continuation
-        else:
-            paragraph.append(line.strip())
+            continue
+        paragraph.append(line.strip())
+        item_column = None
     flush()
     return [_Unit(u.section, sentence, u.date, u.row) for u in units for sentence in _split_bullet(u.text)]
+
+
+def _wrapped_number(line: str, marker: re.Match[str], item_column: int) -> bool:
+    """A line like "  21. Android stays on 17" right under a list item's text, indented into it: the
+    item's text re-wrapped before a number ("moved from Java 17 to Java / 21. ..."), not a new item.
+    CommonMark agrees: an ordered list that does not start at 1 cannot interrupt a paragraph."""
+    return (marker.group(1) is not None and int(marker.group(1)) != 1
+            and len(line) - len(line.lstrip()) >= item_column)
 
 
 def _split_bullet(unit: str) -> list[str]:

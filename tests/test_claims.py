@@ -185,3 +185,16 @@ def test_a_flow_arrow_elsewhere_leaves_a_use_and_an_arrow_beside_the_identifier_
     for change in ("Renamed `old_digest` → `nightly_digest`", "moved `jobs/old_digest.py`→`jobs/nightly_digest.py`"):
         assert "old_digest" not in dict(identifier_stances(change, 1)), change
     assert "old_digest" not in dict(identifier_stances("Iter 2: `old_digest` wired in", 1))  # an iteration log
+
+
+def test_a_list_item_rewrapped_before_a_number_stays_one_statement(onto):
+    """A bullet wrapped at "... from Java 17 to Java" with "  21. The Android app ..." on the next line is
+    one item (CommonMark: a list starting at 21 cannot interrupt a paragraph), not an item that says
+    "moved to Java" and a second one; a nested list starting at 1 still makes items of its own."""
+    claims = _ingest(onto, "wrapped_numbers")
+    assert any("from Java 17 to Java 21. The Android app" in text for text in claims), list(claims)
+    assert not any(text.startswith("21.") or text.endswith("to Java") for text in claims), list(claims)
+    assert "run the smoke tests" in claims
+    with onto.reader() as conn:
+        assert not [u for u in queries.updates(conn) if u.new_text.strip() == "Java"]
+

@@ -198,3 +198,11 @@ def test_a_list_item_rewrapped_before_a_number_stays_one_statement(onto):
     with onto.reader() as conn:
         assert not [u for u in queries.updates(conn) if u.new_text.strip() == "Java"]
 
+
+def test_a_log_copied_under_another_name_updates_nothing(onto):
+    """A day log counting "MoverJob 4 workers" on one day and "8 workers" on another counts two runs,
+    not a newer value; its copy under a second name (a later session restating it) says both counts too,
+    so neither copy supersedes the other's first day."""
+    _ingest(onto, "copied_log")
+    with onto.reader() as conn:
+        assert [f"{u.old_text} -> {u.new_text}" for u in queries.updates(conn)] == []

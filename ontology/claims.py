@@ -26,6 +26,9 @@ class LineKind(enum.Enum):
 
 
 NOT_CLAIMS = frozenset(LineKind) - {LineKind.TEXT}
+# A prose line this long that stops without a sentence end was cut at a wrap column: the next line goes on.
+WRAPPED_LINE_CHARS = 40
+_SENTENCE_ENDS = tuple(".!?:;。！？：；")
 
 # Markdown shapes shared by extraction and display text (one definition each).
 BULLET_RE = re.compile(r"^\s*(?:[-*+\u2022]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")  # list marker, task box
@@ -112,6 +115,7 @@ class LineClassifier:
         self._in_list = False
         self._in_indented_code = False
         self._in_comment = False  # inside a multi-line HTML comment (`<!--` … `-->` on a later line)
+        self._open_sentence = False  # the line before was prose cut at a wrap column, mid-sentence
 
     def classify(self, raw: str) -> LineKind:
         kind = self._classify(raw)
@@ -119,6 +123,9 @@ class LineClassifier:
             self._in_list = kind is LineKind.TEXT and (BULLET_RE.match(raw) is not None or
                                                        (self._in_list and raw[:1] in (" ", "\t")))
         self._blank_before = kind is LineKind.BLANK
+        tail = raw.strip().rstrip("*_`")
+        self._open_sentence = kind is LineKind.TEXT and (  # a list item's text goes on on its indented lines
+            self._in_list or (len(tail) >= WRAPPED_LINE_CHARS and not tail.endswith(_SENTENCE_ENDS)))
         return kind
 
     def _classify(self, raw: str) -> LineKind:
@@ -162,6 +169,10 @@ class LineClassifier:
             return LineKind.TABLE
         if stripped.startswith("<!--") or stripped.startswith("-->"):
             return LineKind.COMMENT
+        if self._open_sentence and not BULLET_RE.match(line) and (not self._in_list or line[:1] in (" ", "\t")):
+            # The rest of a hard-wrapped sentence ("... based on a stale" / "premise that was already
+            # invalid. Instead:"), not a label, a command or a link list of its own (bench.metamorphic).
+            return LineKind.TEXT
         if is_formula(stripped):
             return LineKind.FORMULA
         if is_link_list(stripped):

@@ -206,3 +206,15 @@ def test_a_log_copied_under_another_name_updates_nothing(onto):
     _ingest(onto, "copied_log")
     with onto.reader() as conn:
         assert [f"{u.old_text} -> {u.new_text}" for u in queries.updates(conn)] == []
+
+
+def test_a_hard_wrapped_sentence_is_read_whole(onto):
+    """A paragraph wrapped mid-sentence ("... was based on a stale" / "assumption that was already wrong.
+    Instead:") and a list item wrapped before a code span go on on their next line: that line is not a
+    label or a command line of its own, so the statement keeps all its words. A label after a finished
+    sentence ("**How to apply:**") is still a label."""
+    claims = _ingest(onto, "hard_wrapped")
+    assert "The retry plan from 2026-03-10 was based on a stale assumption that was already wrong" in claims
+    assert "Public best: `0.912` from `runs/blend_v3_seed7.csv` (ensemble of three seeds)" in claims
+    assert "when the export alert fires, look at the manifest first" in claims
+    assert not any(text.endswith("a stale") or "Instead" in text for text in claims), list(claims)

@@ -269,7 +269,10 @@ SELECT u.id, u.rule, u.newer_id, coalesce(na.text, u.line, ''), u.new_text, u.ol
 FROM updates u LEFT JOIN assertions na ON na.id = u.newer_id JOIN sources s ON s.id = u.source_id
 JOIN artifacts ar ON ar.id = u.artifact_id LEFT JOIN assertions oa ON oa.id = u.older_id
 LEFT JOIN sources os ON os.id = u.older_source_id LEFT JOIN artifacts oar ON oar.id = os.current_artifact
-"""
+WHERE NOT EXISTS (SELECT 1 FROM stances sn JOIN stances so ON so.assertion_id = sn.assertion_id
+                  AND so.source_id = u.older_source_id AND so.stance = sn.stance
+                  WHERE sn.assertion_id = u.older_id AND sn.source_id = u.source_id AND u.source_id != u.older_source_id)
+"""  # a source that still states the older claim as its source did does not replace it (a copied file, blind8)
 
 
 def updates(conn: sqlite3.Connection, *, newer: Iterable[int] | None = None,
@@ -282,7 +285,7 @@ def updates(conn: sqlite3.Connection, *, newer: Iterable[int] | None = None,
     for column, ids in (("u.newer_id", newer), ("u.older_id", older)):
         for marks, chunk in in_chunks(sorted(set(ids or ()))):
             out.update((r[0], UpdateView(*r)) for r in conn.execute(
-                _UPDATE_SQL + f" WHERE {column} IN ({marks})", chunk))
+                _UPDATE_SQL + f" AND {column} IN ({marks})", chunk))
     return _once(out[k] for k in sorted(out))
 
 

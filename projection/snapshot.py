@@ -11,7 +11,7 @@ import dataclasses
 import re
 import sqlite3
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from urllib.parse import unquote
 
@@ -232,6 +232,13 @@ def memory_topics(conn: sqlite3.Connection, filenames: Sequence[str]) -> dict[st
             for name, (key, source_id, text, identity) in files.items()}
 
 
+def _states_too(rows: Iterable[queries.EvidenceRow], identity: str, other: str) -> bool:
+    """Whether this file states the newer claim as the other source does: a copy of a file that revises
+    its own claim is not superseded by the original's revision, nor the original by the copy's (blind8)."""
+    stances = {r.source: r.stance for r in rows}
+    return identity in stances and stances[identity] == stances.get(other)
+
+
 def _memory_topic(filename: str, key: str, text: str, identity: str, ids: set[int], texts: dict[int, str],
                   evidence: dict[int, list[queries.EvidenceRow]], superseding: dict[int, list[queries.UpdateView]],
                   versions: list[tuple[int, str]], dropped: dict[str, int]) -> MemoryTopic:
@@ -255,7 +262,7 @@ def _memory_topic(filename: str, key: str, text: str, identity: str, ids: set[in
     # A claim of this file that a later revision supersedes (ADR 0009): the revision says what holds now,
     # dated by the day it states (its own, its section's, its file's), never by when it was ingested.
     for u in sorted((u for aid in ids for u in superseding.get(aid, ())), key=lambda u: u.id):
-        if u.source != identity:
+        if u.source != identity and not _states_too(evidence.get(u.newer_id or -1, ()), identity, u.source):
             voices.append(Voice(Stand.SUPERSEDES, texts.get(u.older_id, u.older_text or ""), u.new_text,
                                 source_name(u.source), (u.date or u.received_at)[:10], u.date is not None))
     voices.sort(key=lambda v: (v.source, v.said))

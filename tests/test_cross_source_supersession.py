@@ -158,3 +158,28 @@ def test_one_pair_superseded_for_two_subjects_survives_when_one_subject_moves_on
     onto.rebuild()
     assert graph_snapshot(onto.paths.database) == before
     onto.close()
+
+
+def test_a_copy_of_a_file_that_revises_itself_supersedes_nothing_of_the_original(tmp_path: Path):
+    """A file whose "(the newer product, not Pages)" revises its own "builds on Cloudflare Pages", and the
+    same file copied under a session's name: each copy revises only itself. No update says one copy's
+    claim no longer holds because of the other (the newer one states it too), and neither topic file's
+    appendix tells the agent the other "supersedes" a claim it makes itself (blind8: bench.metamorphic)."""
+    from projection.mount import ingest_host_files
+    from projection.topic import APPENDIX_MARKER
+    from projection.view import ProjectionView
+
+    onto = Ontology(tmp_path / "o", "copies", create=True)
+    try:
+        ingest_host_files(onto, FIXTURES / "claims" / "copied_revision")
+        with onto.reader() as conn:
+            rows = queries.updates(conn)
+        assert rows, "the file's own revision is still recorded"
+        assert [(u.filename, u.older_filename) for u in rows
+                if u.older_filename not in (None, u.filename)] == []
+        view = ProjectionView(onto)
+        for name in ("project_hosting.md", "session_0412_hosting.md"):
+            appendix = view.read(name).decode().partition(APPENDIX_MARKER)[2]
+            assert " supersedes: " not in appendix, appendix
+    finally:
+        onto.close()

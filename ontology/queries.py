@@ -263,16 +263,25 @@ class UpdateView:
         return asdict(self)
 
 
-_UPDATE_SQL = """
+def _states_too(claim: str, source: str, other: str) -> str:
+    """SQL: `source` states `claim` as `other` does (same stance)."""
+    return (f"EXISTS (SELECT 1 FROM stances a JOIN stances b ON b.assertion_id = a.assertion_id AND b.source_id = {other} "
+            f"AND b.stance = a.stance WHERE a.assertion_id = {claim} AND a.source_id = {source})")
+
+
+# Two sources that each state both claims as the other does (a file and its copy under another name) say
+# nothing newer than each other: neither replaces the other's older claim (blind8). A newer file that carries
+# the old claim forward beside the change still replaces a file that states the old claim only.
+_UPDATE_SQL = f"""
 SELECT u.id, u.rule, u.newer_id, coalesce(na.text, u.line, ''), u.new_text, u.old_text, u.older_id, oa.text, s.identity, ar.filename,
        ar.timestamp, os.identity, oar.filename, oar.timestamp, u.date, ar.received_at
 FROM updates u LEFT JOIN assertions na ON na.id = u.newer_id JOIN sources s ON s.id = u.source_id
 JOIN artifacts ar ON ar.id = u.artifact_id LEFT JOIN assertions oa ON oa.id = u.older_id
 LEFT JOIN sources os ON os.id = u.older_source_id LEFT JOIN artifacts oar ON oar.id = os.current_artifact
-WHERE NOT EXISTS (SELECT 1 FROM stances sn JOIN stances so ON so.assertion_id = sn.assertion_id
-                  AND so.source_id = u.older_source_id AND so.stance = sn.stance
-                  WHERE sn.assertion_id = u.older_id AND sn.source_id = u.source_id AND u.source_id != u.older_source_id)
-"""  # a source that still states the older claim as its source did does not replace it (a copied file, blind8)
+WHERE (u.older_source_id IS NULL OR u.source_id = u.older_source_id
+       OR NOT ({_states_too("u.older_id", "u.source_id", "u.older_source_id")}
+               AND {_states_too("u.newer_id", "u.older_source_id", "u.source_id")}))
+"""
 
 
 def updates(conn: sqlite3.Connection, *, newer: Iterable[int] | None = None,

@@ -506,8 +506,7 @@ def removal_is_later(removed: list[str], used: list[str]) -> bool:
     return max(use_days) < min(removal_days)  # type: ignore[type-var]
 
 
-def _claim_supersedes(newer: Said, older: Said, stated: frozenset[tuple[int, int | None]] = frozenset()) -> bool:
-    """`stated`: (source, assertion) of every claim on the subject, to see a source that says both."""
+def _claim_supersedes(newer: Said, older: Said) -> bool:
     if newer.kind != older.kind or newer.value == older.value or newer.assertion == older.assertion:
         return False
     if newer.kind in (FactKind.COUNT.value, FactKind.METRIC.value) and (
@@ -521,10 +520,8 @@ def _claim_supersedes(newer: Said, older: Said, stated: frozenset[tuple[int, int
         return newer.upgrade and version_key(newer.value) > version_key(older.value) and not later(older.date, newer.date)
     if kind is FactKind.IDENTIFIER:  # a removal dated after a use: the use is history, not a dispute
         return newer.value == REMOVED and older.value == IN_USE and later(newer.date, older.date)
-    if kind in (FactKind.COUNT, FactKind.RANK) and (newer.source == older.source or (newer.source, older.assertion)
-                                                    in stated or (older.source, newer.assertion) in stated):
-        return False  # a log's dated entries count what each day did: the reader sees both, dated; so does
-        # a copy of that log under another name, which says both counts too (blind8: bench.metamorphic)
+    if kind in (FactKind.COUNT, FactKind.RANK) and newer.source == older.source:
+        return False  # a log's dated entries count what each day did: the reader sees both, dated
     if dated:
         return kind in (FactKind.STATUS, FactKind.COUNT, FactKind.RANK) and later(newer.date, older.date)
     return kind is FactKind.STATUS and newer.value == Status.DONE.name.lower() \
@@ -545,10 +542,9 @@ def value_updates(said: list[Said]) -> list[tuple[Said, Said, Rule]]:
     claims = [s for s in said if not s.hook and s.assertion is not None]
     out: list[tuple[Said, Said, Rule]] = []
     # The newest claims (none supersedes them), once: O(n²) per subject, never O(n³).
-    stated = frozenset((c.source, c.assertion) for c in claims)
-    top = [c for c in claims if not any(_claim_supersedes(o, c, stated) for o in claims)]
+    top = [c for c in claims if not any(_claim_supersedes(o, c) for o in claims)]
     for older in claims:
-        newest = [c for c in top if _claim_supersedes(c, older, stated)]
+        newest = [c for c in top if _claim_supersedes(c, older)]
         if newest:
             out.append((min(newest, key=lambda s: (s.assertion or 0, s.source)), older, Rule.VALUE))
     for hook in (s for s in said if s.hook and s.kind != FactKind.VERSION.value):

@@ -183,3 +183,20 @@ def test_a_copy_of_a_file_that_revises_itself_supersedes_nothing_of_the_original
             assert " supersedes: " not in appendix, appendix
     finally:
         onto.close()
+
+
+def test_a_later_file_that_carries_the_old_claim_forward_beside_the_change_still_replaces_it(tmp_path: Path):
+    """Session files restate "the staging DB is refreshed every Sunday" unchanged; the last one also says
+    "moved from Sunday to Saturday". It states the old claim too, but the earlier files do not state the
+    change: the update on their claim stands (only two files that each state both say nothing newer)."""
+    from projection.mount import ingest_host_files
+
+    onto = Ontology(tmp_path / "o", "carried", create=True)
+    try:
+        ingest_host_files(onto, FIXTURES / "traps" / "session_copies")
+        with onto.reader() as conn:
+            crossing = {(u.older_filename, u.filename) for u in queries.updates(conn)
+                        if u.older_filename not in (None, u.filename)}
+        assert ("session_2026-05-01.md", "session_2026-05-07.md") in crossing, crossing
+    finally:
+        onto.close()

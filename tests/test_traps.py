@@ -190,3 +190,13 @@ def test_an_index_line_is_not_stale_against_another_setup_or_a_hypothetical(onto
                              "- [Bots](project_bots.md) — BotFleet 10 agents cluster Nord\n".encode(), Channel.CLI)
     stale = [u for u in _updates(onto) if u.startswith("supersede:index")]
     assert len(stale) == 1 and "BotFleet 9 agents" in stale[0], stale
+
+
+def test_rewrites_that_keep_the_meaning_make_nothing_new_on_the_trap_set():
+    """Precision fuzzing (ADR 0009, session 8): every trap folder re-wrapped at 60 columns, and with every
+    file copied under a second name, must show the agent no dispute, update or mark the folder did not,
+    and keep every agreement. Run as a process, like the scorer: tests never import bench."""
+    root = Path(__file__).resolve().parent.parent
+    run = subprocess.run([sys.executable, "-m", "bench.metamorphic", str(TRAPS), "--only", "rewrap,copy_session"],
+                         cwd=root, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]

@@ -27,6 +27,7 @@ from typing import Iterable, Iterator
 
 from ontology.archive import Archive, ArchiveCorrupt, Incoming, LogEntry, PendingAppend
 from ontology.artifact import Artifact, ArtifactRejected, Channel
+from ontology.checkpoint import Checkpointer
 from ontology.clock import utc_now
 from ontology.errors import NotFound, Unavailable
 from ontology.extract import Extraction, extract
@@ -203,6 +204,9 @@ class Ontology:
         self._thread_lock = threading.Lock()
         self._file_lock = _WriterLock(self.paths.lock)
         self._writer: GraphWriter | None = None
+        # Copies the single path's WAL frames into the database file on another thread, so a POST's
+        # COMMIT does not run the writer's autocheckpoint (ADR 0007, "Session 9"); lives with the writer.
+        self._checkpointer: Checkpointer | None = None
         # (source, sha256) archived but never acknowledged (the commit failed; a reopen replayed them):
         # the sender retries those, and a retry is a duplicate even after a newer version came.
         self._unacknowledged: set[tuple[str, str]] = set()
@@ -233,14 +237,23 @@ class Ontology:
         duplicate) instead of archiving them twice: live graph == rebuild, always."""
         if self._writer is not None:
             with contextlib.suppress(sqlite3.Error):
-                self._writer.conn.close()
+                self._close_writer()
             self._writer = None
+
+    def _close_writer(self) -> None:
+        """Close the writer's connection, the background checkpointer first: the writer's close is
+        then the last one, which checkpoints the WAL into the file."""
+        assert self._writer is not None
+        if self._checkpointer is not None:
+            self._checkpointer.close()
+            self._checkpointer = None
+        self._writer.conn.close()
 
     def _open_writer(self) -> GraphWriter:
         """The writer, opened (and caught up with the archive) if needed; callers hold both locks."""
         if self._writer is not None and self._database_identity() != self._writer_identity:
             # Another process rebuilt (replaced) the database: writing on would go to the old file.
-            self._writer.conn.close()
+            self._close_writer()
             self._writer = None
         if self._writer is None:
             self._remove_rebuild_leftovers()  # a rebuild killed midway; none runs while we hold the lock
@@ -291,7 +304,7 @@ class Ontology:
     def close(self) -> None:
         with self._thread_lock:
             if self._writer is not None:
-                self._writer.conn.close()
+                self._close_writer()
                 self._writer = None
             self.archive.close()
             self._file_lock.close()
@@ -375,6 +388,19 @@ class Ontology:
             else:
                 for member, (_, result) in zip(group, outcomes):
                     member.result, member.done = result, True
+                self._checkpoint_behind()
+
+    def _checkpoint_behind(self) -> None:
+        """After a single path's commit: wake the background checkpointer if enough WAL frames wait.
+        Bulk batches leave checkpoints to the writer's autocheckpoint (one per ~16k frames, each page
+        copied once; a batch's caller waits for hundreds of artifacts, not one). Never fails the
+        commit it follows: without the thread, the writer's autocheckpoint still bounds the WAL."""
+        try:
+            if self._checkpointer is None:
+                self._checkpointer = Checkpointer(self._database_path)
+            self._checkpointer.committed()
+        except (OSError, sqlite3.Error, RuntimeError) as exc:
+            log.warning("ontology %s: no background checkpoint: %s", self.slug, exc)
 
     def ingest_many(self, items: Iterable[tuple[str, bytes, Channel]], *,
                     received_at: str | None = None) -> list[IngestResult]:
@@ -624,7 +650,7 @@ class Ontology:
         finally:
             writer.conn.close()
         if self._writer is not None:
-            self._writer.conn.close()
+            self._close_writer()
             self._writer = None
         for stale in (Path(f"{target}-wal"), Path(f"{target}-shm")):
             stale.unlink(missing_ok=True)

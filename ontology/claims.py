@@ -116,13 +116,15 @@ class LineClassifier:
         self._in_indented_code = False
         self._in_comment = False  # inside a multi-line HTML comment (`<!--` … `-->` on a later line)
         self._open_sentence = False  # the line before was prose cut at a wrap column, mid-sentence
+        self._label_item = False  # the line before was a list item holding only a label ("- Deploy target:")
 
     def classify(self, raw: str) -> LineKind:
         kind = self._classify(raw)
         if kind is not LineKind.BLANK:
             self._in_list = kind is LineKind.TEXT and (BULLET_RE.match(raw) is not None or
-                                                       (self._in_list and raw[:1] in (" ", "\t")))
+                                                       ((self._in_list or self._label_item) and raw[:1] in (" ", "\t")))
         self._blank_before = kind is LineKind.BLANK
+        self._label_item = kind is LineKind.LABEL and BULLET_RE.match(raw) is not None
         tail = raw.strip().rstrip("*_`")
         self._open_sentence = kind is LineKind.TEXT and (  # a list item's text goes on on its indented lines
             self._in_list or (len(tail) >= WRAPPED_LINE_CHARS and not tail.endswith(_SENTENCE_ENDS)))
@@ -172,6 +174,10 @@ class LineClassifier:
         if self._open_sentence and not BULLET_RE.match(line) and (not self._in_list or line[:1] in (" ", "\t")):
             # The rest of a hard-wrapped sentence ("... based on a stale" / "premise that was already
             # invalid. Instead:"), not a label, a command or a link list of its own (bench.metamorphic).
+            return LineKind.TEXT
+        if self._label_item and line[:1] in (" ", "\t") and not BULLET_RE.match(line):
+            # A list item wrapped right after its colon ("- Deploy target:" / "  the staging cluster"):
+            # CommonMark reads one paragraph, so the indented line is the item's value, not a label.
             return LineKind.TEXT
         if is_formula(stripped):
             return LineKind.FORMULA

@@ -316,6 +316,7 @@ def _body_units(body: str, file_day: str | None = None) -> list[_Unit]:
             paragraph.clear()
 
     item_column: int | None = None  # the text column of the list item whose lines are being read
+    label_item: tuple[str, str | None] | None = None  # a list item holding only a label, the section before it
 
     for raw in body.split("\n"):
         quoted = _QUOTE_RE.match(raw)
@@ -323,6 +324,16 @@ def _body_units(body: str, file_day: str | None = None) -> list[_Unit]:
         kind = classifier.classify(line)
         if kind is not LineKind.TEXT:
             item_column = None
+        if label_item is not None:
+            item, section_before = label_item
+            label_item = None
+            if kind is LineKind.TEXT and raw[:1] in (" ", "\t") and not _MARKER_RE.match(line):
+                # "- Deploy target:" / "  the staging cluster": one item wrapped after its colon, not a
+                # label over what follows (claims.LineClassifier reads the second line as its text).
+                section = section_before
+                units.append(_Unit(section, item + " " + line.strip(), section_date or file_day))
+                item_column = _MARKER_RE.match(item).end()
+                continue
         if kind is LineKind.HEADING:
             flush()
             heading = _HEADING_RE.match(line)
@@ -334,6 +345,7 @@ def _body_units(body: str, file_day: str | None = None) -> list[_Unit]:
             continue
         if kind is LineKind.LABEL:
             flush()
+            label_item = (line, section) if _MARKER_RE.match(line) else None
             section = clean_markup(label_of(line) or "") or section
             continue
         if kind is LineKind.TABLE and "|" in line.strip()[1:]:

@@ -218,3 +218,15 @@ def test_a_hard_wrapped_sentence_is_read_whole(onto):
     assert "Public best: `0.912` from `runs/blend_v3_seed7.csv` (ensemble of three seeds)" in claims
     assert "when the export alert fires, look at the manifest first" in claims
     assert not any(text.endswith("a stale") or "Instead" in text for text in claims), list(claims)
+
+
+def test_a_list_item_wrapped_after_its_colon_is_one_claim(onto):
+    """ "- Deploy target:" with its value on the next, indented line is one item (CommonMark reads one
+    paragraph): one claim with its label, not a label over a value left standing alone. A label item
+    over a nested list is still a label."""
+    claims = _ingest(onto, "wrapped_labels")
+    assert "Deploy target: the staging cluster in eu-west-1, through the `ship` script" in claims, list(claims)
+    assert "Sign-off owner: Dana from the platform team" in claims, list(claims)
+    assert not any(text.startswith(("the staging cluster", "Dana from")) for text in claims), list(claims)
+    assert "run the smoke suite twice" in claims
+    assert not any(text.startswith("Checklist") for text in claims), list(claims)

@@ -5,6 +5,7 @@ Invariant: precision first and symmetric. A claim is superseded only when it con
 old value verbatim (whole words), does not also state the new value, is not itself a revision or a
 negation, shares a specific name or identifier with the revising statement (two for a bare number),
 beside the value (the name qualifies the value in both statements: "Acme Pages", "Nimbus SDK 12"),
+names the value itself, not as the owner of a code-named file or setting ("Pages `_headers` file"),
 and its source is not newer than the reviser's (by day). Read-only: the writer records the matches.
 """
 
@@ -163,8 +164,13 @@ def _revisions(conn: sqlite3.Connection, where: str, args: tuple) -> list[_Revis
     return out
 
 
+# The old value right before a code span names the owner of that file or setting ("the Cloudflare Pages
+# `_headers` file"): the claim is about the code-named thing, which the revision does not mention.
+_OWNS_CODE_RE = re.compile(r"\s?`")
+
+
 def _supersedes(rev: _Revision, text: str) -> bool:
-    found = _occurrences(text, rev.core)
+    found = [(start, end) for start, end in _occurrences(text, rev.core) if not _OWNS_CODE_RE.match(text, end)]
     if not found or (rev.new_core and len(rev.new_core) <= 40 and _occurrences(text, rev.new_core)):
         return False
     numeric = _NUMERIC_RE.match(rev.core) is not None

@@ -137,6 +137,7 @@ class _List:
     columns: str
     joins: str
     bm25_weights: str
+    text_of: str  # the word table's text as one SQL expression ({t}: the table), for a pictograph's LIKE
 
     def where(self, filters: Filters) -> tuple[str, list[object]]:
         sql, params = "", []
@@ -152,9 +153,10 @@ class _List:
         return sql, params
 
     def fetch(self, conn: sqlite3.Connection, terms: tuple[Term, ...], tier: Match, filters: Filters,
-              limit: int, *, trigrams: bool = False) -> list[_Row]:
+              limit: int, *, trigrams: bool = False, marks: tuple[Term, ...] = ()) -> list[_Row]:
         """Rows matching `terms` the way `tier` asks, best first; from the trigram index when a term
-        is CJK or `trigrams` says so (every term then a substring)."""
+        is CJK or `trigrams` says so (every term then a substring). `marks` (pictographs) must also be
+        in a word-index row's text, as substrings."""
         where, params = self.where(filters)
         if trigrams or any(t.cjk for t in terms):
             long = [t for t in terms if len(t.literal) >= TRIGRAM]
@@ -171,6 +173,8 @@ class _List:
         else:
             table = self.words
             clauses, args = [f"{table} MATCH ?"], [_expression(terms, tier)]
+            clauses += [f"{self.text_of.format(t=table)} LIKE ? ESCAPE '\\'" for _ in marks]
+            args += [_like(m.literal) for m in marks]
             score = f"-bm25({table}{self.bm25_weights})"
         sql = (f"SELECT {self.columns}, {score} AS raw FROM {table} {self.joins.format(t=table)} "
                f"WHERE {' AND '.join(clauses)}{where} ORDER BY raw DESC LIMIT ?")
@@ -193,12 +197,13 @@ _CONCEPTS = _List(
     "c.id, c.key, coalesce(c.description, c.title, c.key)",
     "JOIN concepts c ON c.id = {t}.rowid",
     # key, name and title name the concept; the description is a sentence about it.
-    ", 2.0, 2.0, 2.0, 1.0")
+    ", 2.0, 2.0, 2.0, 1.0",
+    "(coalesce({t}.name, '') || ' ' || coalesce({t}.title, '') || ' ' || coalesce({t}.description, ''))")
 _ASSERTIONS = _List(
     HitKind.ASSERTION, "assertions_fts", "assertions_cjk",
     "a.id, c.key, a.text, a.status, a.belief, a.n_for, a.n_against, a.updated_at",
     "JOIN assertions a ON a.id = {t}.rowid JOIN concepts c ON c.id = a.concept_id",
-    "")
+    "", "{t}.text")
 
 
 def _like(literal: str) -> str:
@@ -273,6 +278,16 @@ def _collect(conn: sqlite3.Connection, terms: tuple[Term, ...], filters: Filters
              found: _Collector) -> None:
     """The hits of one form of the query, tier by tier, into `found` (a row found before keeps its tier)."""
     lists = found.lists
+    marks = tuple(t for t in terms if t.pictograph)
+    words = tuple(t for t in terms if not t.pictograph)
+    if marks and words and not any(t.cjk for t in words):
+        # "✅ migrations": the words are read as words (stems, folded accents, phrase and near tiers) and
+        # the emoji must be in the row too; the substring pass below would miss "migration" (ADR 0008).
+        for tier in ([Match.PHRASE, Match.NEAR, Match.ALL] if len(words) > 1 else [Match.ALL]):
+            for lst in lists:
+                fetched = lst.fetch(conn, words, tier, filters, FETCH_FACTOR * limit + found.count(lst.kind),
+                                    marks=marks)
+                found.add(fetched, tier, len(terms))
     tiers = [Match.ALL]
     if len(terms) > 1 and not any(t.cjk for t in terms):
         tiers = [Match.PHRASE, Match.NEAR, Match.ALL]

@@ -74,6 +74,11 @@ class Term:
         return not self.tokens
 
     @property
+    def pictograph(self) -> bool:
+        """An emoji or symbol run ("✅", "👩‍💻"): found by substring, beside words found as words."""
+        return not self.tokens and _PICTOGRAPH_RE.fullmatch(self.literal) is not None
+
+    @property
     def fts(self) -> str:
         """The term as an FTS5 phrase: `snake_case` and `~/a/b` become their tokens in order."""
         return '"' + " ".join(self.tokens) + '"'

@@ -172,6 +172,26 @@ def test_an_emoji_alone_is_a_search_term(onto):
     assert _texts(_hits(onto, "✅ migration"))[0] == "✅ The orders migration is done"
 
 
+def test_an_emoji_with_words_reads_the_words_as_words(onto):
+    """ "✅ migrations" asks for the done migration: the words are matched as the word index reads them
+    (stems, folded accents, phrase and near tiers) and the emoji must be in the row too. Read as
+    substrings, "migrations" missed "✅ The orders migration is done", which then ranked as a partial
+    hit beside lines with neither the emoji nor that meaning."""
+    _ingest(onto, ("ship.md", memory("ship", "release notes", "- ✅ The orders migration is done\n"
+                                                               "- ✅ Login page done\n"
+                                                               "- ⚠️ Never rotate the signing key by hand\n"
+                                                               "- ✅ Café menu translated\n")),
+            ("plain.md", memory("plain", "unrelated", "- The orders migration runs at night\n"
+                                                      "- Key rotation is yearly\n")))
+    hits = _hits(onto, "✅ migrations")
+    assert (hits[0].text, hits[0].match.value) == ("✅ The orders migration is done", "all"), _texts(hits)
+    assert all(h.match.value == "partial" for h in hits[1:])
+    hits = _hits(onto, "⚠️ rotating keys")
+    assert (hits[0].text, hits[0].match.value) == ("⚠️ Never rotate the signing key by hand", "near"), _texts(hits)
+    assert [(h.text, h.match.value) for h in _hits(onto, "✅ cafe")] == [("✅ Café menu translated", "all")]
+    assert [(h.text, h.match.value) for h in _hits(onto, "✅ login pages")] == [("✅ Login page done", "phrase")]
+
+
 def test_identifiers_are_one_term_and_come_back_verbatim(onto):
     description = "Set actor.calculate_sum_pi_squared=True and keep ~/cool/x for 2~3-part runs"
     _ingest(onto, ("id.md", memory("id", description)),

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Mapping
 
-from ontology.tokens import Script, fold, script_counts
+from ontology.tokens import Script, fold, script_counts, words as split_words
 
 
 class FactKind(enum.Enum):
@@ -605,6 +605,22 @@ def _same_items(summary: str, hook: str) -> bool:
     return not named or named == _parts(hook)
 
 
+_LINK_TARGET_RE = re.compile(r"\]\([^)]*\)")
+
+
+def _content_words(text: str) -> set[str]:
+    from ontology.normalize import STOPWORDS  # normalize is heavy and imports no timeline: read it lazily
+    return {tok for tok, is_word in split_words(fold(_LINK_TARGET_RE.sub("]", text)))
+            if len(tok) > 1 and not tok[0].isdigit() and (not is_word or tok not in STOPWORDS)}
+
+
+def _speaks_of(summary: str, hook: str) -> bool:
+    """An index line is stale beside its file's description only when both speak of one thing (share a
+    content word): a file merged from two notes is linked by the other note's line too, and its
+    description ("… cleanup done") says nothing of that line's own plan ("… on hold")."""
+    return not _content_words(summary).isdisjoint(_content_words(hook))
+
+
 def file_updates(said: list[Said], summaries: list[Said]) -> list[tuple[Said, Said, Rule]]:
     """(newer, older, rule) for one file: an index line that says it is pending while its own
     description says done; claims elsewhere that link it as current when it is marked HISTORICAL or
@@ -615,7 +631,8 @@ def file_updates(said: list[Said], summaries: list[Said]) -> list[tuple[Said, Sa
     if summary is not None and summary.value == Status.DONE.name.lower():
         for hook in said:
             if hook.hook and hook.kind == FactKind.STATUS.value and hook.value == Status.PENDING.name.lower() \
-                    and not later(hook.date, summary.date) and _same_items(summary.text, hook.text):
+                    and not later(hook.date, summary.date) and _same_items(summary.text, hook.text) \
+                    and _speaks_of(summary.text, hook.text):
                 out.append((summary, hook, Rule.INDEX))
     markers = [s for s in said if s.kind == "marker"]
     if not markers:

@@ -200,3 +200,21 @@ def test_a_later_file_that_carries_the_old_claim_forward_beside_the_change_still
         assert ("session_2026-05-01.md", "session_2026-05-07.md") in crossing, crossing
     finally:
         onto.close()
+
+
+def test_a_merged_file_does_not_outdate_the_other_notes_index_line(tmp_path: Path):
+    """Two notes merged into one file: the index keeps both lines, now linking the one file. Its
+    description ("… cleaned up, done") makes its own line ("… in progress") stale, not the other note's
+    line ("Coupon rework on hold"), which speaks of something the description does not (bench.metamorphic
+    merge)."""
+    from projection.mount import ingest_host_files
+
+    onto = Ontology(tmp_path / "o", "merged", create=True)
+    try:
+        ingest_host_files(onto, FIXTURES / "claims" / "merged_notes")
+        with onto.reader() as conn:
+            stale = [u.old_text for u in queries.updates(conn) if u.rule == "supersede:index"]
+        assert any("invoices move to the ledger service" in old for old in stale), stale
+        assert not any("Coupon" in old for old in stale), stale
+    finally:
+        onto.close()

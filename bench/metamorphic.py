@@ -34,6 +34,7 @@ _QUOTED = re.compile(r"“([^”]*)”")
 _MARKUP = re.compile(r"[*_`~]+")
 _FILE_NAME = re.compile(r"[\w.-]+\.md\b")
 # What starts a block even inside a paragraph (CommonMark): a bullet, a list from 1, a heading, a quote.
+HEAD_CHARS = 50  # a mark clips a quoted statement at projection.topic's CLAIM_CHARS; compare less than that
 _BLOCK_START = re.compile(r"^(?:[-*+]\s|1[.)]\s|#|>|\||```|~~~|<)")
 
 
@@ -309,6 +310,11 @@ def norm(text: str) -> str:
     return text.rstrip(".;:,!")
 
 
+def _head(text: str) -> str:
+    """The start of a statement as a mark quotes it (clipped with "…"), normalised: enough to tell claims apart."""
+    return norm(text.rstrip("…"))[:HEAD_CHARS]
+
+
 def _side(text: str) -> str:
     """A dispute side "file.md: text" without its file name."""
     return norm(re.sub(r"^[^:\s]+\.md: ", "", text))
@@ -321,11 +327,16 @@ def keys(f: Finding) -> set[tuple[str, ...]]:
         return {("dispute", _side(t)) for t in f.texts[1:]}
     if f.kind == "update":
         old, new, newer, older = (norm(t) for t in f.texts)
-        return {("update", old, new), ("update", older or old, newer)}
+        return {("update", old, new), ("update", older or old, newer),
+                ("superseded", _head(f.texts[2]), _head(f.texts[3] or f.texts[0]))}
     line = f.texts[0]
     if f.files or line.startswith("- **CONTE"):  # which side names a dispute depends on ingestion order
         return {("mark", "disputed index line")}
     quoted = _QUOTED.findall(line)
+    if " supersedes: " in line and len(quoted) == 2:
+        # A topic file told another file "supersedes" its claim says what an update says: after a split the
+        # file's own correction is shown this way, and it is new only if no update said it before.
+        return {("superseded", _head(quoted[0]), _head(quoted[1]))}
     if quoted:
         return {("mark",) + tuple(sorted(norm(q) for q in quoted))}
     says = re.search(r"now says (.*)⟩$", line)

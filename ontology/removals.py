@@ -89,6 +89,12 @@ ARROW_REACH = 4  # characters on either side of the identifier
 # should it turn up, not that it is in use (blind7).
 _IF = re.compile(r"\b(?:if|unless|in case|whenever|should you|wenn|falls|si|cuando|quand|se)\b|如果|假如|場合|なら|경우|으면",
                  re.IGNORECASE)
+# A catalogue of what a tool offers ("Available Notification matchers: `a`, `b`, `c`", "valid values") names
+# what exists, not what this project uses: a removal of one of them elsewhere is no dispute with it.
+_CATALOGUE = re.compile(
+    r"\b(?:available|supported|possible|valid|allowed|accepted|options?|choices|one of|verfügbar|unterstützt|"
+    r"disponibles?|compatibles?|admitid[oa]s|posibles)\b|可用|可选|可選|支持的|利用可能|指定可能|사용\s?가능|지원되는",
+    re.IGNORECASE)
 # Words that make a mention historical or a migration, so it is not a statement of use.
 _HISTORY = re.compile(
     r"\b(?:was|were|previously|formerly|used to|replaced|replaces|instead|legacy|deprecated|obsolete|old|"
@@ -196,7 +202,7 @@ def identifier_stances(text: str, polarity: int) -> tuple[tuple[str, IdentifierS
     if polarity < 0 or _RECORD.search(text):
         return tuple(out.items())
     for unit in _paren_units(text):  # a parenthesis is its own unit: "需删除(… `x` …)" names x plainly
-        if _REMOVAL_ANY.search(unit) or _FUTURE.search(unit) or _IF.search(unit):
+        if _REMOVAL_ANY.search(unit) or _FUTURE.search(unit) or _IF.search(unit) or _CATALOGUE.search(unit):
             continue
         for clause in _clauses(unit):
             if not _HISTORY.search(clause):

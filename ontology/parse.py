@@ -97,6 +97,11 @@ _WORD_RE = re.compile(r"[^\W\d_]+")
 _UTF8_SEQUENCE = re.compile(rb"[\xc2-\xdf][\x80-\xbf]|[\xe0-\xef][\x80-\xbf]{2}|[\xf0-\xf4][\x80-\xbf]{3}")
 # Share of letters that may be accented in cp1252 text (Portuguese runs about 5 %, French 3 %).
 MAX_CP1252_ACCENTED = 0.25
+# cp1250 (Czech, Slovak) shares cp1252's bytes for á é í ó ú ý š ž; its č ě ň ř ů ď read as è ì ò ø ù ï.
+# Western languages write ì and ù only at a word's end (Italian "così", "più", French "où"); inside a word
+# they are ě and ů ("zmìna", "dùm"). And š or ž beside any of è ì ò ø ù ï is Central European text.
+_INNER_GRAVE_RE = re.compile(r"[ìùÌÙ](?=[^\W\d_])")
+_CP1250_ONLY = frozenset("èìòøùïÈÌÒØÙÏ")
 
 
 def _plain_cp1252(data: bytes) -> str | None:
@@ -118,6 +123,8 @@ def _plain_cp1252(data: bytes) -> str | None:
         return None
     if any(ord(ch) > 127 and ch not in _CP1252_LETTERS and ch not in _CP1252_MARKS for ch in text):
         return None
+    if _INNER_GRAVE_RE.search(text) or (not _CP1250_ONLY.isdisjoint(text) and not {"š", "ž", "Š", "Ž"}.isdisjoint(text)):
+        return None  # cp1250: a wrong guess would show "zmìna" for "změna"; refused, the file stays as it is
     return text
 
 

@@ -53,10 +53,19 @@ def test_a_file_in_utf16_or_plain_cp1252_is_read_as_its_author_wrote_it(name):
     ("部署在周一进行。", "gbk"),
     ("Türkçe değil, şimdi kapalı.", "cp1254"),  # ğ ş read as cp1252 would be ð þ
     ("Wdrożenie się udało, łatwo.", "cp1250"),
+    ("Změna je hotová, dům také.", "cp1250"),  # ě ů read as cp1252 would be ì ù inside words
+    ("Nasazení přes skript, také každý den.", "cp1250"),  # ž beside ř (read as ø): Central European, not Danish
 ])
 def test_bytes_that_are_not_plainly_western_text_are_refused_not_guessed(text, codec):
     with pytest.raises(ArtifactRejected, match="not valid UTF-8.*save it as UTF-8"):
         decode_text(text.encode(codec))
+
+
+@pytest.mark.parametrize("text", ["Però così è più facile, lunedì.", "Història del mòbil, però.",
+                                  "Først og fremmest på søndag.", "Où est la fenêtre? Très bien, père."])
+def test_western_grave_accents_and_o_slash_are_still_read_as_cp1252(text):
+    """Italian and French write ì ù at a word's end, Catalan ò inside one, Danish ø: still plain cp1252."""
+    assert decode_text(text.encode("cp1252")) == (text, "cp1252")
 
 
 @pytest.mark.parametrize("codec", ["utf-16-le", "utf-16-be"])

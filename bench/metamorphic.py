@@ -335,8 +335,9 @@ def keys(f: Finding) -> set[tuple[str, ...]]:
     quoted = _QUOTED.findall(line)
     if " supersedes: " in line and len(quoted) == 2:
         # A topic file told another file "supersedes" its claim says what an update says: after a split the
-        # file's own correction is shown this way, and it is new only if no update said it before.
-        return {("superseded", _head(quoted[0]), _head(quoted[1]))}
+        # file's own correction is shown this way, and it is new only if no update (or mark on the same two
+        # statements) said it before.
+        return {("superseded", _head(quoted[0]), _head(quoted[1])), ("mark",) + tuple(sorted(norm(q) for q in quoted))}
     if quoted:
         return {("mark",) + tuple(sorted(norm(q) for q in quoted))}
     says = re.search(r"now says (.*)⟩$", line)

@@ -193,10 +193,11 @@ def test_an_index_line_is_not_stale_against_another_setup_or_a_hypothetical(onto
 
 
 def test_rewrites_that_keep_the_meaning_make_nothing_new_on_the_trap_set():
-    """Precision fuzzing (ADR 0009, session 8): every trap folder re-wrapped at 60 columns, and with every
-    file copied under a second name, must show the agent no dispute, update or mark the folder did not,
-    and keep every agreement. Run as a process, like the scorer: tests never import bench."""
+    """Precision fuzzing (ADR 0009, sessions 8 and 9): every trap folder re-wrapped at 60 columns, with every
+    file copied under a second name, and with each long file split in two at a section must show the agent
+    no dispute, update or mark the folder did not, and keep every agreement (re-wrap, copy). Run as a
+    process, like the scorer: tests never import bench."""
     root = Path(__file__).resolve().parent.parent
-    run = subprocess.run([sys.executable, "-m", "bench.metamorphic", str(TRAPS), "--only", "rewrap,copy_session"],
+    run = subprocess.run([sys.executable, "-m", "bench.metamorphic", str(TRAPS), "--only", "rewrap,copy_session,split"],
                          cwd=root, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]

@@ -12,7 +12,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TypeVar
 
-SCHEMA_VERSION = 24  # 2: lsh is WITHOUT ROWID; 3: 15x4 LSH bands; 4: subsets (exact short near-dups);
+SCHEMA_VERSION = 25  # 2: lsh is WITHOUT ROWID; 3: 15x4 LSH bands; 4: subsets (exact short near-dups);
 # 5: evidence aggregates kept by delta (ontology/aggregate.py); 6: trigram indexes for CJK search
 # 7: memory_files (newest text of each memory file and of the index, for the projection)
 # 8: source identities fold NFC/NFD and case of file names; 9: NFC only, case kept (layout.name_key)
@@ -35,6 +35,7 @@ SCHEMA_VERSION = 24  # 2: lsh is WITHOUT ROWID; 3: 15x4 LSH bands; 4: subsets (e
 # 23: concept keys of Latin names keep their diacritics ("café" is not "cafe"; ADR 0005, session 8); the
 #     rebuild also re-reads claims with session 8's rules (quotations, labels, short wordings; ADR 0009)
 # 24: rows holding a pictograph (🚀 ✅) are in the trigram indexes too: an emoji is a search term (ADR 0008)
+# 25: the status index holds only CONTESTED and CONTRADICTORY rows (ADR 0007, "Session 9")
 # A writer holding the lock is normal (one artifact at a time); wait for it rather than fail.
 BUSY_TIMEOUT_MS = 30_000
 WAL_AUTOCHECKPOINT_PAGES = 16_384
@@ -91,7 +92,12 @@ CREATE TABLE IF NOT EXISTS verdicts(
   w_cross INTEGER NOT NULL DEFAULT 0, n_cross INTEGER NOT NULL DEFAULT 0,
   PRIMARY KEY(slot, assertion_id)) WITHOUT ROWID;
 CREATE UNIQUE INDEX IF NOT EXISTS verdicts_assertion ON verdicts(assertion_id);
-CREATE INDEX IF NOT EXISTS assertions_status ON verdicts(status);
+-- Only the disputed labels are looked up by status (kg_contested, the snapshot's disputes, `assertions
+-- --status`); an index of every label took a random page per new assertion and per label change
+-- (328 of a 99k batch's 3,683 WAL pages). Written as an OR so `status = ?` bound to either uses it;
+-- other labels scan `verdicts` (ADR 0007, "Session 9").
+CREATE INDEX IF NOT EXISTS verdicts_disputed ON verdicts(status)
+  WHERE status = 'CONTESTED' OR status = 'CONTRADICTORY';
 -- What readers see: one row per assertion with the columns of the single table it once was. A query
 -- that reads no evidence column skips the join (a LEFT JOIN on a unique key is omitted).
 CREATE VIEW IF NOT EXISTS assertions AS SELECT r.id, r.concept_id, r.key, r.text, v.polarity, r.tokens,

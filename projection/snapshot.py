@@ -149,7 +149,8 @@ def memory_snapshot(conn: sqlite3.Connection, ontology: str, limit: int = MAX_LI
     rules = [key for key in ranked if by_key[key][4] in RULE_TYPES]
     rest = [key for key in ranked if by_key[key][4] not in RULE_TYPES]
     ordered = [line(key) for key in (rules[:limit] + rest[:limit])[:limit]]
-    real = "a.status IN ('CONTESTED', 'CONTRADICTORY') AND a.n_for > 0 AND a.n_against > 0"
+    # The OR form is the partial index's own condition (schema.verdicts_disputed); an IN list is not read as it.
+    real = "(a.status = 'CONTESTED' OR a.status = 'CONTRADICTORY') AND a.n_for > 0 AND a.n_against > 0"
     # One line per dispute: the values of one slot ("db: postgres" / "db: mysql") are one disagreement.
     disputes, slots = [], set()
     for a in conn.execute(f"""SELECT a.id, c.key, a.text, a.status, a.slot FROM assertions a

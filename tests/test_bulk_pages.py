@@ -3,7 +3,8 @@ frame headers, mapped to tables with SQLite's dbstat). A slot's rival values are
 two however far apart their assertions were created, and new near-duplicate keys go to the small
 `subsets_recent` until it is full, then join `subsets` in one pass (ADR 0007, "Session 6"). One
 artifact's keys are appended there in arrival order, and a re-weigh that keeps a label leaves the
-status index alone (ADR 0007, "Session 7")."""
+status index alone (ADR 0007, "Session 7"); the status index holds only the disputed labels, so new
+undisputed claims leave it alone (ADR 0007, "Session 9")."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from collections import Counter
 from pathlib import Path
 
 from conftest import ledger, memory
-from ontology import neardup
+from ontology import neardup, queries
 from ontology.artifact import Channel
 from ontology.ingest import Ontology
 
@@ -221,7 +222,7 @@ def test_a_re_weigh_that_keeps_the_label_leaves_the_status_index_alone(root):
     written = _pages_written(database)
     again.close()
     assert label() == (status, sources + 1)  # re-weighed, same label
-    assert written["verdicts"] >= 1 and written["assertions_status"] == 0, written
+    assert written["verdicts"] >= 1 and written["verdicts_disputed"] == 0, written
 
 
 def test_a_new_file_appends_to_the_artifact_tables(root):
@@ -301,3 +302,49 @@ def test_keys_another_writer_moved_into_subsets_are_found(root, monkeypatch):
         assert conn.execute("SELECT count(*) FROM stances st JOIN assertions a ON a.id = st.assertion_id "
                             "WHERE a.text = ?", (claim,)).fetchone()[0] == 2
     first.close()
+
+
+def _mem(name: str, body: str) -> bytes:
+    return f"---\nname: {name}\ndescription: db\nmodified: 2026-04-01T10:00:00Z\n---\n{body}\n".encode()
+
+
+def test_new_undisputed_claims_leave_the_status_index_alone(root):
+    """Every new assertion took an entry in an index of all labels, on a random page (its key began with
+    the label, then the slot): 328 of a 99k batch's 3,683 WAL pages. Only disputed labels are looked up
+    by status, and only those are indexed: 20 files of new claims write no page of it."""
+    onto = Ontology(root, "shop", create=True)
+    onto.ingest("a.md", _mem("a", "- Orders DB: postgres"), Channel.CLI)
+    onto.ingest("b.md", _mem("b", "- Orders DB: mysql"), Channel.CLI)
+    onto.ingest_many([(f"2026-04-05T1445Z_e{i:03d}.md", ledger(f"s{i}", "Key decisions:\n" + "\n".join(
+        f"- {s}" for s in _filler(25))), Channel.CLI) for i in range(200)])
+    onto.close()
+    database = onto.paths.database
+    _checkpoint(database)
+    again = Ontology(root, "shop")
+    again.ingest_many([(f"2026-04-06T1445Z_n{i:03d}.md", ledger(f"n{i}", "Key decisions:\n" + "\n".join(
+        f"- {s}" for s in _filler(25))), Channel.CLI) for i in range(20)])
+    written = _pages_written(database)
+    again.close()
+    with sqlite3.connect(database) as conn:
+        indexes = [r[0] for r in conn.execute("SELECT name FROM sqlite_schema WHERE type='index' AND tbl_name='verdicts'")]
+    status_indexes = [name for name in indexes if name != "verdicts_assertion" and not name.startswith("sqlite_")]
+    assert status_indexes, indexes
+    assert written["verdicts"] >= 1 and all(written[name] == 0 for name in status_indexes), written
+
+
+def test_each_label_is_found_by_status_and_the_disputed_through_the_index(onto):
+    """`status = ?` bound to a disputed label reads the partial index; bound to any other label it must
+    not (the index lacks those rows) and finds them by scanning: each label's list is the assertions
+    that carry it."""
+    onto.ingest("a.md", _mem("a", "- Orders DB: postgres"), Channel.CLI)
+    onto.ingest("b.md", _mem("b", "- Orders DB: postgres"), Channel.CLI)
+    onto.ingest("c.md", _mem("c", "- Orders DB: mysql\n- The billing service retries three times"), Channel.CLI)
+    with onto.reader() as conn:
+        every = {a.id: a.status for a in queries.assertions(conn, with_sources=False)}
+        assert {"CONTESTED", "INSUFFICIENT_DATA"} <= set(every.values()), every
+        for label in ("AFFIRMATIVE", "CONTESTED", "CONTRADICTORY", "INSUFFICIENT_DATA"):
+            found = [a.id for a in queries.assertions(conn, status=label, with_sources=False)]
+            assert found == sorted(i for i, s in every.items() if s == label), label
+        plan = " ".join(str(r[-1]) for r in conn.execute(
+            "EXPLAIN QUERY PLAN SELECT id FROM assertions WHERE status = ?", ("CONTESTED",)))
+    assert "verdicts_disputed" in plan, plan

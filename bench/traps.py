@@ -53,46 +53,56 @@ def _findings(folder: Path, work: Path) -> list[Finding]:
     onto = Ontology(work / folder.name, "traps", create=True)
     try:
         ingest_host_files(onto, folder)
-        out: list[Finding] = []
-        with onto.reader() as conn:
-            for aid, text, status in conn.execute(
-                    "SELECT id, text, status FROM assertions WHERE status IN ('CONTESTED','CONTRADICTORY') ORDER BY id"):
-                rows = queries.evidence_for(conn, [aid]).get(aid, [])
-                sides = tuple(f"{r.filename}: {r.text}" for r in rows)
-                out.append(Finding("dispute", (text,) + sides, f"{status}: {text} <= " + " | ".join(sides)))
-            for u in queries.updates(conn):
-                sides = (u.old_text, u.new_text, u.newer_text, u.older_text or "")
-                older = f" / older {u.older_filename}: {u.older_text}" if u.older_id is not None else ""
-                out.append(Finding("update", sides, f"{u.rule}: {u.old_text!r} -> {u.new_text!r} "
-                                   f"({u.filename}: {u.newer_text}{older})"))
-        view = ProjectionView(onto)
-        for name in view.names():
-            data = view.read(name)
-            if data is None:
-                continue
-            text = data.decode()
-            if name == MEMORY_NAME:
-                for line in text.split("\n"):
-                    mark = _MARK.search(line)
-                    if mark and " now says " in mark.group(1):
-                        out.append(Finding("mark", (line,), f"{name}: {line}"))
-                    elif mark and "disputed" in mark.group(1):
-                        out.append(Finding("mark", (line,), f"{name}: {line}", files=tuple(_LINKED.findall(line))))
-                    elif line.startswith(_DISPUTED_LINE):
-                        out.append(Finding("mark", (line,), f"{name}: {line}"))
-                continue
-            _, _, appendix = text.partition(APPENDIX_MARKER)
-            for line in appendix.split("\n"):
-                if _VOICE.match(line):
-                    out.append(Finding("mark", (line,), f"{name}: {line}"))
-        return out
+        return read_findings(onto)
     finally:
         onto.close()
 
 
+def read_findings(onto: Ontology) -> list[Finding]:
+    """Every dispute, update and mark the agent would read from `onto` now (MEMORY.md, topic files)."""
+    out: list[Finding] = []
+    with onto.reader() as conn:
+        for aid, text, status in conn.execute(
+                "SELECT id, text, status FROM assertions WHERE status IN ('CONTESTED','CONTRADICTORY') ORDER BY id"):
+            rows = queries.evidence_for(conn, [aid]).get(aid, [])
+            sides = tuple(f"{r.filename}: {r.text}" for r in rows)
+            out.append(Finding("dispute", (text,) + sides, f"{status}: {text} <= " + " | ".join(sides)))
+        for u in queries.updates(conn):
+            sides = (u.old_text, u.new_text, u.newer_text, u.older_text or "")
+            older = f" / older {u.older_filename}: {u.older_text}" if u.older_id is not None else ""
+            out.append(Finding("update", sides, f"{u.rule}: {u.old_text!r} -> {u.new_text!r} "
+                               f"({u.filename}: {u.newer_text}{older})"))
+    view = ProjectionView(onto)
+    for name in view.names():
+        data = view.read(name)
+        if data is None:
+            continue
+        text = data.decode()
+        if name == MEMORY_NAME:
+            for line in text.split("\n"):
+                mark = _MARK.search(line)
+                if mark and " now says " in mark.group(1):
+                    out.append(Finding("mark", (line,), f"{name}: {line}"))
+                elif mark and "disputed" in mark.group(1):
+                    out.append(Finding("mark", (line,), f"{name}: {line}", files=tuple(_LINKED.findall(line))))
+                elif line.startswith(_DISPUTED_LINE):
+                    out.append(Finding("mark", (line,), f"{name}: {line}"))
+            continue
+        _, _, appendix = text.partition(APPENDIX_MARKER)
+        for line in appendix.split("\n"):
+            if _VOICE.match(line):
+                out.append(Finding("mark", (line,), f"{name}: {line}"))
+    return out
+
+
 def judge(folder: Path, expected: dict[str, list[str]], work: Path) -> Case:
-    case = Case(folder.name)
-    case.findings = _findings(folder, work)
+    return verdicts(folder.name, _findings(folder, work), expected)
+
+
+def verdicts(name: str, findings: list[Finding], expected: dict[str, list[str]]) -> Case:
+    """Judge `findings` against `expected` (the real disputes and updates, known misses, allowed)."""
+    case = Case(name)
+    case.findings = findings
     real = [(kind, s) for kind in ("dispute", "update") for s in expected.get(kind, [])]
     # "miss": real disagreements the rules are known not to find yet. A finding matching one is right;
     # not finding it counts against recall but does not fail --strict.
@@ -138,6 +148,11 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="kg-traps-") as tmp:
         for folder in folders:
             cases.append(judge(folder, expected.get(folder.name, {}), Path(tmp)))
+    sys.exit(report(cases, expected, strict=args.strict, verbose=args.verbose))
+
+
+def report(cases: list[Case], expected: dict, *, strict: bool, verbose: bool) -> int:
+    """Print each case's findings and the totals; the exit status (1: --strict and something wrong)."""
     totals = {k: [0, 0] for k in ("dispute", "update", "mark")}  # right, wrong
     for case in cases:
         counts = {k: [sum(f.kind == k and f.verdict == v for f in case.findings) for v in ("right", "wrong")]
@@ -149,11 +164,11 @@ def main() -> None:
         print(f"{case.name:22} " + "  ".join(f"{k}s {r} right {w} wrong" for k, (r, w) in counts.items())
               + f"  missed {len(case.missed)}{flag}")
         for f in case.findings:
-            if f.verdict == "wrong" or args.verbose:
+            if f.verdict == "wrong" or verbose:
                 print(f"    {f.verdict.upper():7} {f.kind}: {f.shown[:300]}")
         for m in case.missed:
             print(f"    MISSED  {m}")
-        if args.verbose:
+        if verbose:
             for m in case.known:
                 print(f"    MISSED  {m}")
     real = sum(len(e.get("dispute", [])) + len(e.get("update", [])) + len(e.get("miss", []))
@@ -168,7 +183,7 @@ def main() -> None:
     print(f"recall (real disagreements found): {_ratio(real - missed, real)}"
           + (f" ({known} of the missed listed as known misses)" if known else ""))
     print(f"marks the agent reads: {_ratio(totals['mark'][0], sum(totals['mark']))} right")
-    sys.exit(1 if args.strict and (wrong or missed - known or totals["mark"][1]) else 0)
+    return 1 if strict and (wrong or missed - known or totals["mark"][1]) else 0
 
 
 if __name__ == "__main__":

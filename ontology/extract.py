@@ -21,10 +21,10 @@ from ontology.claims import (BULLET_RE, MD_LINK_RE, NOT_CLAIMS, WIKILINK_RE, Lin
 from ontology.normalize import (ARTICLES, Proposition, clean_markup, content_words, fact_proposition,
                                 is_generic_subject, proposition, stem)
 from ontology.removals import IdentifierStance, identifier_stances
-from ontology.revisions import Revision, paired, revisions
+from ontology.revisions import Revision, RevisionRule, paired, revisions
 from ontology.scope import scoped_slot
-from ontology.timeline import Fact, Marker, Status, facts as timed_facts, file_date, file_status, identifier_facts, \
-    in_file, marker_of, row_fact, statement_date
+from ontology.timeline import IDENTIFIER_SUBJECT, Fact, Marker, Status, facts as timed_facts, file_date, file_status, \
+    identifier_facts, in_file, marker_of, restored_after, row_fact, statement_date
 
 # Statements longer than this are prose dumps, not claims; shorter than this are fragments.
 MAX_STATEMENT_CHARS = 400
@@ -434,7 +434,27 @@ def _statements(units: list[_Unit], fixed_concept: str | None, default: str) -> 
         else:
             concept = concept_key(unit.section) if unit.section else default
             out.append(Statement(text, prop, concept, _mentions(unit.text), identifiers, revised, found, links, when))
-    return _paired(out), False
+    return _paired(_undone_removals(out)), False
+
+
+def _undone_removals(statements: list[Statement]) -> list[Statement]:
+    """A removal the same file undoes later ("2026-05-02: removed `x`", then "2026-05-04: restored `x`")
+    removes nothing: its statement keeps its words but no removal of `x` (no stance, revision or fact)."""
+    days: dict[IdentifierStance, dict[str, list[str | None]]] = {s: {} for s in IdentifierStance}
+    for statement in statements:
+        for ident, stance in statement.identifiers:
+            days[stance].setdefault(ident, []).append(statement.date)
+    back = {ident for ident, removed in days[IdentifierStance.REMOVED].items()
+            if restored_after(removed, days[IdentifierStance.IN_USE].get(ident, []))}
+    if not back:
+        return statements
+    undone = {IDENTIFIER_SUBJECT + ident for ident in back}
+    return [replace(s, identifiers=tuple(p for p in s.identifiers if p[0] not in back),
+                    revisions=tuple(r for r in s.revisions if not (r.rule is RevisionRule.REMOVED
+                                                                    and r.old.strip("`") in back)),
+                    facts=tuple(f for f in s.facts if f.subject not in undone))
+            if any(i in back and st is IdentifierStance.REMOVED for i, st in s.identifiers) else s
+            for s in statements]
 
 
 def _paired(statements: list[Statement]) -> list[Statement]:

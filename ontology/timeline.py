@@ -201,6 +201,15 @@ _UPGRADE_BEFORE_RE = re.compile(
 _UPGRADE_AFTER_RE = re.compile(
     r"\s*(?:に|へ)(?:アップデート|アップグレード|更新|移行|上げ)|\s*(?:으로|로)\s*(?:업그레이드|업데이트|올림|이전)"
     r"|\s*(?:に|へ)(?:した|しました)", re.IGNORECASE)
+# The statement moves the subject back down: "rolled back to Kumo CLI 2.1", "went back to", "reverted to",
+# "downgraded to", "volvimos a", "zurück auf", "回滚到", "に戻した". An upgrade it follows is undone.
+_BACK_BEFORE_RE = re.compile(
+    r"\b(?:back|reverted|downgraded)\s+(?:\w+\s+){0,2}?(?:to|onto)\s+$"
+    r"|\b(?:revertid[oa]|volv\w*|regresad[oa]|rebajad[oa])\s+(?:\w+\s+){0,2}?a\s+$"
+    r"|\b(?:revenue?s?|rétrogradée?s?|retour)\s+(?:\w+\s+){0,2}?(?:vers|à|en)\s+$"
+    r"|\bzurück\w*\s+(?:\w+\s+){0,2}?auf\s+$"
+    r"|(?:回滚到|回滾到|降级到|降級到|退回到|回退到)\s*$", re.IGNORECASE)
+_BACK_AFTER_RE = re.compile(r"\s*(?:に|へ)(?:戻|ダウングレード|ロールバック)|\s*(?:으로|로)\s*(?:롤백|다운그레이드|되돌)")
 _DIGIT_RE = re.compile(r"\d")
 _SENTENCE_RE = re.compile(r"(?<=[.!?;。！？；])\s+")
 # Plans and intentions say nothing about the current value.
@@ -258,6 +267,18 @@ def facts(text: str, date: str | None = None) -> tuple[Fact, ...]:
             for fact in _sentence_facts(sentence, when):
                 out.setdefault((fact.subject, fact.kind), fact)
     return tuple(out.values())
+
+
+def moved_back(text: str, value: str) -> bool:
+    """Does the statement say a product was moved back down to version `value` ("rolled back to Kumo
+    CLI 2.1")? Read as `facts` reads a version, so the value is the one a fact of it holds."""
+    for sentence in _SENTENCE_RE.split(re.sub(r"[`*]", "", text)):
+        for m in _VERSION_RE.finditer(sentence):
+            if (m.group("n1") or m.group("n2") or m.group("n3")) == value and (
+                    _BACK_BEFORE_RE.search(sentence[max(0, m.start() - 40):m.start()]) is not None
+                    or _BACK_AFTER_RE.match(sentence, m.end()) is not None):
+                return True
+    return False
 
 
 def _unreadable(sentence: str) -> bool:
@@ -506,6 +527,15 @@ def removal_is_later(removed: list[str], used: list[str]) -> bool:
     return max(use_days) < min(removal_days)  # type: ignore[type-var]
 
 
+def restored_after(removal_days: list[str | None], use_days: list[str | None]) -> bool:
+    """Whether a file brings back what it removed: every removal of an identifier dated, and a use of it
+    dated strictly after the last ("2026-05-04: restored `x`" after "2026-05-02: removed `x`")."""
+    if not removal_days or None in removal_days:
+        return False
+    last = max(d[:10] for d in removal_days if d is not None)
+    return any(d is not None and d[:10] > last for d in use_days)
+
+
 def _claim_supersedes(newer: Said, older: Said) -> bool:
     if newer.kind != older.kind or newer.value == older.value or newer.assertion == older.assertion:
         return False
@@ -528,6 +558,13 @@ def _claim_supersedes(newer: Said, older: Said) -> bool:
         and older.value == Status.PENDING.name.lower()
 
 
+def _undone(upgrade: Said, backs: list[Said]) -> bool:
+    """Whether a move back to a lower version, not dated before the upgrade, follows it."""
+    return upgrade.kind == FactKind.VERSION.value and upgrade.upgrade and any(
+        b.assertion != upgrade.assertion and version_key(b.value) < version_key(upgrade.value)
+        and not later(upgrade.date, b.date) for b in backs)
+
+
 def _scope_named(claim: Said, hook: Said) -> bool:
     """Whether a file's scoped value speaks of what its index line does: "9 agents sur cluster Nord" of
     a line about "BotFleet 10 agents cluster Nord", yes; "0.701 with the baseline features" of "Best
@@ -541,8 +578,11 @@ def value_updates(said: list[Said]) -> list[tuple[Said, Said, Rule]]:
     claim that replaces it; an index line's count, metric or item status by its own file's value."""
     claims = [s for s in said if not s.hook and s.assertion is not None]
     out: list[tuple[Said, Said, Rule]] = []
+    # An upgrade the author undid ("upgraded to 2.4", then "rolled back to 2.1", not dated before it)
+    # supersedes nothing: the value that holds now is theirs to say, in their words (blind9).
+    backs = [c for c in claims if c.kind == FactKind.VERSION.value and moved_back(c.text, c.value)]
     # The newest claims (none supersedes them), once: O(n²) per subject, never O(n³).
-    top = [c for c in claims if not any(_claim_supersedes(o, c) for o in claims)]
+    top = [c for c in claims if not any(_claim_supersedes(o, c) for o in claims) and not _undone(c, backs)]
     for older in claims:
         newest = [c for c in top if _claim_supersedes(c, older)]
         if newest:

@@ -23,8 +23,8 @@ from ontology.normalize import (ARTICLES, Proposition, clean_markup, content_wor
 from ontology.removals import IdentifierStance, identifier_stances
 from ontology.revisions import Revision, RevisionRule, paired, revisions
 from ontology.scope import scoped_slot
-from ontology.timeline import IDENTIFIER_SUBJECT, Fact, Marker, Status, facts as timed_facts, file_date, file_status, \
-    identifier_facts, in_file, marker_of, restored_after, row_fact, statement_date
+from ontology.timeline import IDENTIFIER_SUBJECT, Fact, FactKind, Marker, Status, facts as timed_facts, file_date, \
+    file_status, identifier_facts, in_file, later, marker_of, restored_after, reverts, reverts_any, row_fact, statement_date
 
 # Statements longer than this are prose dumps, not claims; shorter than this are fragments.
 MAX_STATEMENT_CHARS = 400
@@ -434,7 +434,25 @@ def _statements(units: list[_Unit], fixed_concept: str | None, default: str) -> 
         else:
             concept = concept_key(unit.section) if unit.section else default
             out.append(Statement(text, prop, concept, _mentions(unit.text), identifiers, revised, found, links, when))
-    return _paired(_undone_removals(out)), False
+    return _paired(_undone_upgrades(_undone_removals(out))), False
+
+
+def _undone_upgrades(statements: list[Statement]) -> list[Statement]:
+    """An upgrade the same file says was undone ("upgraded to Kumo CLI 2.4", then "reverted the Kumo CLI
+    upgrade" or "rolled back to Kumo CLI 2.1", dated after it or, undated, written after it) moved
+    nothing: its version fact stays, no longer an upgrade, so it supersedes no other value (blind9)."""
+    reverting = [(n, s) for n, s in enumerate(statements) if reverts_any(s.text)]
+    if not reverting:
+        return statements
+    out = list(statements)
+    for n, statement in enumerate(statements):
+        undone = {f for f in statement.facts if f.kind is FactKind.VERSION and f.upgrade and any(
+            m != n and reverts(r.text, f.subject) and not later(f.date, r.date)
+            and (m > n or later(r.date, f.date)) for m, r in reverting)}
+        if undone:
+            out[n] = replace(statement, facts=tuple(replace(f, upgrade=False) if f in undone else f
+                                                    for f in statement.facts))
+    return out
 
 
 def _undone_removals(statements: list[Statement]) -> list[Statement]:

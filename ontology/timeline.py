@@ -209,6 +209,10 @@ _BACK_BEFORE_RE = re.compile(
     r"|\b(?:revenue?s?|rétrogradée?s?|retour)\s+(?:\w+\s+){0,2}?(?:vers|à|en)\s+$"
     r"|\bzurück\w*\s+(?:\w+\s+){0,2}?auf\s+$"
     r"|(?:回滚到|回滾到|降级到|降級到|退回到|回退到)\s*$", re.IGNORECASE)
+# Words that undo a change: "upgraded to 2.4 but rolled back the same day", "reverted the Kumo CLI upgrade".
+_REVERT_RE = re.compile(r"\b(?:roll(?:ed|ing)?\s+(?:it\s+|that\s+|this\s+)?back|revert(?:ed|ing|s)?|undid|undone|backed\s+out|"
+                        r"downgrad\w*|back\s+(?:to|onto)|zurück\w*|revertid[oa]|volv\w*\s+a|annulée?|rétrograd\w*)\b"
+                        r"|回滚|回滾|回退|退回|降级|降級|戻し|戻す|ロールバック|롤백|되돌", re.IGNORECASE)
 _BACK_AFTER_RE = re.compile(r"\s*(?:に|へ)(?:戻|ダウングレード|ロールバック)|\s*(?:으로|로)\s*(?:롤백|다운그레이드|되돌)")
 _DIGIT_RE = re.compile(r"\d")
 _SENTENCE_RE = re.compile(r"(?<=[.!?;。！？；])\s+")
@@ -281,6 +285,20 @@ def moved_back(text: str, value: str) -> bool:
     return False
 
 
+def reverts_any(text: str) -> bool:
+    """Does the statement hold a word that undoes a change ("reverted", "rolled back", "回滚")?"""
+    return _REVERT_RE.search(text) is not None
+
+
+def reverts(text: str, subject: str) -> bool:
+    """Does the statement say a change to `subject` (a version fact's subject) was undone: "reverted the
+    Kumo CLI upgrade", "rolled back to Kumo CLI 2.1"? Its words must name the subject."""
+    if not reverts_any(text):
+        return False
+    have = set(fold(text).replace("`", " ").split())
+    return all(w in have for w in subject.removesuffix(" sdk").split())
+
+
 def _unreadable(sentence: str) -> bool:
     """Whether a sentence holds words of a script we have no plan or condition words for (Cyrillic,
     Greek, Arabic, Hebrew, Indic, Thai …): "PollenFleet 5 agents, если бюджет утвердят" ("if the budget
@@ -303,7 +321,8 @@ def _sentence_facts(plain: str, when: str | None) -> list[Fact]:
             continue  # "MAD 0.065", "MAE 0.31": a measurement, not a version
         subject = " ".join(words) + (" sdk" if (m.group("sdk") or "").upper() == "SDK" else "")
         upgrade = (_UPGRADE_BEFORE_RE.search(plain[max(0, m.start() - 40):m.start()]) is not None
-                   or _UPGRADE_AFTER_RE.match(plain, m.end()) is not None)
+                   or _UPGRADE_AFTER_RE.match(plain, m.end()) is not None) \
+            and _REVERT_RE.search(plain, m.end()) is None  # "… but rolled back to 2.1 the same day"
         out.setdefault((subject, FactKind.VERSION), Fact(subject, FactKind.VERSION, value, when, upgrade))
     label = _LABEL_RE.match(plain)
     for m in _COUNT_RE.finditer(plain):

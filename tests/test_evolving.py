@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from conftest import FIXTURES, memory
 from ontology import queries
 from ontology.artifact import Channel
@@ -21,18 +23,35 @@ def _updates(onto) -> list[tuple[str, str]]:
         return [(u.older_text or u.old_text, u.newer_text) for u in queries.updates(conn)]
 
 
-def test_a_rollback_undoes_the_upgrade_it_follows(onto):
+UPGRADE = "- 2026-05-02: upgraded to Kumo CLI 2.4 for the faster uploads."
+
+
+@pytest.mark.parametrize("name, undo", [
+    ("session_0502.md", UPGRADE + "\n- 2026-05-03: rolled back to Kumo CLI 2.1: 2.4 broke the deploy hooks."),
+    ("session_0502.md", UPGRADE + "\n- 2026-05-03: reverted the Kumo CLI upgrade: the deploy hooks broke."),
+    ("session_0502.md", "- 2026-05-02: upgraded to Kumo CLI 2.4 but rolled back to 2.1 the same day."),
+    ("session_0503.md", "- 2026-05-03: rolled back to Kumo CLI 2.1: 2.4 broke the deploy hooks."),
+], ids=["named-same-file", "unnamed-same-file", "same-sentence", "another-file"])
+def test_a_rollback_undoes_the_upgrade_it_follows(onto, name, undo):
     """blind9: a session file said "upgraded to Kumo CLI 2.4" (the reference's "Kumo CLI 2.1" rightly
-    superseded); its next version adds "rolled back to Kumo CLI 2.1". The reference is current again:
-    the agent must not read that the upgrade supersedes it."""
+    superseded); then the author rolled it back: named or not, in the same file or in the next session's.
+    The reference is current again: the agent must not read that the upgrade supersedes it."""
     reference = memory("deploy-tools", "deploy tools", "- Deploys use Kumo CLI 2.1 (`kumo push`).", "reference")
     onto.ingest("reference_deploy_tools.md", reference, Channel.CLI)
-    upgrade = "- 2026-05-02: upgraded to Kumo CLI 2.4 for the faster uploads."
-    onto.ingest("session_0502.md", memory("session-0502", "a session", upgrade), Channel.CLI)
+    onto.ingest("session_0502.md", memory("session-0502", "a session", UPGRADE), Channel.CLI)
     assert any("Kumo CLI 2.1" in old and "Kumo CLI 2.4" in new for old, new in _updates(onto)), _updates(onto)
-    back = upgrade + "\n- 2026-05-03: rolled back to Kumo CLI 2.1: 2.4 broke the deploy hooks."
-    onto.ingest("session_0502.md", memory("session-0502", "a session", back), Channel.CLI)
+    onto.ingest(name, memory(name[:-3], "a session", undo), Channel.CLI)
     assert not any("Deploys use Kumo CLI 2.1" in old for old, _ in _updates(onto)), _updates(onto)
+
+
+def test_an_upgrade_after_the_rollback_still_supersedes(onto):
+    """Rolled back on the 3rd, upgraded again to 2.5 on the 5th: 2.5 supersedes the reference's 2.1."""
+    onto.ingest("reference_deploy_tools.md", memory("deploy-tools", "deploy tools", "- Deploys use Kumo CLI 2.1.",
+                                                    "reference"), Channel.CLI)
+    log = UPGRADE + "\n- 2026-05-03: rolled back to Kumo CLI 2.1.\n- 2026-05-05: upgraded to Kumo CLI 2.5."
+    onto.ingest("session_0502.md", memory("session-0502", "a session", log), Channel.CLI)
+    assert any(old == "Deploys use Kumo CLI 2.1" and "Kumo CLI 2.5" in new for old, new in _updates(onto)), \
+        _updates(onto)
 
 
 def _disputed(onto) -> list[str]:

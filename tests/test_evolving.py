@@ -83,3 +83,13 @@ def test_the_evolving_set_scores_clean():
     run = subprocess.run([sys.executable, "-m", "bench.evolving", str(EVOLVING), "--strict"], cwd=root,
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+
+
+def test_a_folders_history_does_not_change_what_it_shows():
+    """Each scenario's last state delivered alone, at once, into a fresh graph shows the agent exactly
+    what the state shows after the folder's whole life (versions, tombstones, moves): nothing a file
+    said before, and no longer says, lingers (session 9, phase 3)."""
+    root = Path(__file__).resolve().parent.parent
+    run = subprocess.run([sys.executable, "-m", "bench.evolving", str(EVOLVING), "--final-only"], cwd=root,
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]

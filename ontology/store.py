@@ -387,8 +387,12 @@ class GraphWriter:
         for ident in sorted(old.keys() | new.keys()):
             rows = conn.execute("SELECT source_id, stance, text, artifact_id, concept_id FROM identifier_stances "
                                 "WHERE ident=? ORDER BY source_id", (ident,)).fetchall()
-            paired = any(r[1] < 0 for r in rows) and any(r[1] > 0 for r in rows) and not timeline.removal_is_later(
-                [r[2] for r in rows if r[1] < 0], [r[2] for r in rows if r[1] > 0])  # dated: supersession instead
+            removed, used = [r[2] for r in rows if r[1] < 0], [r[2] for r in rows if r[1] > 0]
+            paired = bool(removed and used) and not timeline.removal_is_later(removed, used) \
+                and not timeline.restored_after([timeline.statement_date(t) for t in removed],
+                                                [timeline.statement_date(t) for t in used])
+            # dated: a removal after every use supersedes them; a use after every removal (a restore) is
+            # what holds now, as in one file (extract._undone_removals; blind9)
             key = _IN_USE_KEY + ident
             existing = conn.execute("SELECT id FROM assertions WHERE key=?", (key,)).fetchone()
             if existing is None and not paired:

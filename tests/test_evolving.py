@@ -77,6 +77,19 @@ def test_a_removal_the_file_undoes_later_removes_nothing(onto):
     assert _disputed(onto) == ["`legacy_sync` is in use"], "a restore not dated after the removal says nothing"
 
 
+def test_a_restore_in_another_file_ends_the_dispute(onto):
+    """blind9: the same across files: the cleanup log's dated removal, then the next session's
+    "2026-05-04: restored `legacy_sync`". The use after every removal is what holds: no dispute."""
+    onto.ingest("reference_nightly.md", memory("nightly", "jobs", "- The nightly job calls `legacy_sync` after "
+                                               "the export."), Channel.CLI)
+    onto.ingest("project_cleanup_log.md", memory("cleanup", "removals", "- 2026-05-02: removed `legacy_sync` from "
+                                                 "the codebase."), Channel.CLI)
+    assert _disputed(onto) == ["`legacy_sync` is in use"]
+    onto.ingest("session_0504.md", memory("session", "a session", "- 2026-05-04: restored `legacy_sync`; the "
+                                          "nightly job still needs it."), Channel.CLI)
+    assert _disputed(onto) == []
+
+
 def test_the_evolving_set_scores_clean():
     """Every scenario through the script a person reads (run as a process: tests never import bench)."""
     root = Path(__file__).resolve().parent.parent

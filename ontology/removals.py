@@ -89,7 +89,7 @@ ARROW_REACH = 4  # characters on either side of the identifier
 # should it turn up, not that it is in use (blind7).
 _IF = re.compile(r"\b(?:if|unless|in case|whenever|should you|wenn|falls|si|cuando|quand|se)\b|如果|假如|場合|なら|경우|으면",
                  re.IGNORECASE)
-# A catalogue of what a tool offers ("Available Notification matchers: `a`, `b`, `c`", "valid values") names
+# A catalogue of what a tool offers ("Supported events: `a`, `b`, `c`", "valid values") names
 # what exists, not what this project uses: a removal of one of them elsewhere is no dispute with it.
 _CATALOGUE = re.compile(
     r"\b(?:available|supported|possible|valid|allowed|accepted|options?|choices|one of|verfügbar|unterstützt|"

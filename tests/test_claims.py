@@ -244,7 +244,7 @@ def test_a_self_correction_does_not_outdate_a_line_about_a_code_named_file_of_th
 
 
 def test_a_catalogue_of_what_a_tool_offers_is_no_use_of_a_removed_identifier(onto):
-    """ "Available Notification matchers: `perm_prompt`, `idle_ping`, …" lists what the harness offers; the
+    """ "Supported alert events: `idle_ping`, …" lists what the harness offers; the
     other file's "`idle_ping` was removed" removes it from this machine's hooks: no dispute. A plain use
     ("The `bell_sound` hook plays a chime") of an identifier removed elsewhere is still disputed."""
     claims = _ingest(onto, "catalogue")

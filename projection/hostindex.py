@@ -14,7 +14,10 @@ from pathlib import PurePosixPath
 
 _HEADING_RE = re.compile(r"^\s{0,3}#{1,6}\s")
 _BULLET_RE = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s")
-_LINK_RE = re.compile(r"\[[^\]]*\]\(<?([^)\s>]+)>?\)")
+# A link's destination: `<any name>` (CommonMark's form for a name with spaces), else a run with
+# balanced parentheses (`report (1).md`), maybe followed by a title (`(a.md "About a")`).
+_LINK_RE = re.compile(r"\[[^\]]*\]\((?:<([^<>\n]+)>|((?:[^()\n]|\([^()\n]*\))*))\)")
+_TITLED = re.compile(r"(\S+)\s+(?:\"[^\"]*\"|'[^']*'|\([^()]*\))")
 _WIKILINK_RE = re.compile(r"\[\[([^\]|#]+)(?:[#|][^\]]*)?\]\]")
 # Headings (and file-name prefixes) under which an index lists the rules an agent must follow.
 _RULE_WORDS = ("user", "feedback")
@@ -43,14 +46,25 @@ class Block:
 def link_targets(line: str) -> tuple[str, ...]:
     """The local file names a line links to, markdown links first, then wikilinks, each once."""
     out: list[str] = []
-    for target in _LINK_RE.findall(line):
-        if "://" in target or target.startswith(("#", "mailto:")):
+    for angled, plain in _LINK_RE.findall(line):
+        target = angled.strip() or _destination(plain.strip())
+        if not target or "://" in target or target.startswith(("#", "mailto:")):
             continue
         name = PurePosixPath(target.split("#", 1)[0]).name
         if name:
             out.append(name if "." in name else f"{name}.md")
     out += [f"{wiki.strip()}.md" for wiki in _WIKILINK_RE.findall(line)]
     return tuple(dict.fromkeys(out))
+
+
+def _destination(text: str) -> str:
+    """A bare link destination: its first word when a title follows it; a name with spaces only when it
+    names a markdown file (`[Release](🚀 release.md)`, as authors write it), since prose in parentheses
+    after a bracket is no file."""
+    titled = _TITLED.fullmatch(text)
+    if titled:
+        return titled.group(1)
+    return text if not any(c.isspace() for c in text) or text.lower().endswith(".md") else ""
 
 
 def link_target(line: str) -> str | None:

@@ -60,6 +60,26 @@ def test_every_file_an_index_line_links_is_in_the_index_not_an_addition(tmp_path
         assert memory.count(f"({name})") + memory.count("[[habit-reviews]]") * (name == "habit-reviews.md") == 1, name
 
 
+def test_an_index_link_to_a_name_with_spaces_or_parentheses_is_in_the_index(tmp_path):
+    """Windows and macOS users name files `release plan.md` or `report (1).md`; an index links them as
+    `<release plan.md>`, `%20`, bare (`[x](🚀 launch.md)`) or with a title. None is added again under
+    "not in the index"; prose in parentheses after a bracket links nothing."""
+    index = ("# Index\n\n- [Plan](<release plan.md>) — the plan\n- [Copy](report (1).md) — a copy\n"
+             "- [Launch](🚀 launch.md) — launch steps\n- [Ops](ops%20notes.md \"on-call\") — ops\n"
+             "- [Ask](the on-call person) before a deploy\n")
+    files = {"MEMORY.md": index, "release plan.md": note("plan", "Ship the beta in May.\n"),
+             "report (1).md": note("copy", "The export runs at midnight.\n"),
+             "🚀 launch.md": note("launch", "Tag, then announce in the channel.\n"),
+             "ops notes.md": note("ops", "Pager rotation changes on Mondays.\n"),
+             "the on-call person.md": note("person", "The rota lives in the wiki.\n")}
+    memory = project(tmp_path, files).read("MEMORY.md").decode()
+    assert index.rstrip("\n") in memory
+    added = memory.split("## Also in the knowledge graph (not in the index), ranked", 1)[1]
+    assert "the on-call person.md" in added
+    for name in ("release plan.md", "report (1).md", "🚀 launch.md", "ops notes.md"):
+        assert name not in added, name
+
+
 def test_a_mark_on_a_line_that_links_several_files_names_the_file_it_is_about():
     index = "- [Tabs](habit_tabs.md) · [Reviews](habit_reviews.md)\n- [Deploys](deploys.md) — Fridays\n"
     indexed = {"habit_tabs.md": ConceptLine("habit_tabs", "habit_tabs.md", "Tabs", "", "project"),

@@ -21,7 +21,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ontology.artifact import ArtifactRejected
 from ontology.ingest import Ontology
+from ontology.parse import decode_text
 from projection.mount import ingest_host_files, mount, unmount
 from projection.mounts import fuse_available
 from projection.render import FULL_INDEX_NAME, MAX_BYTES, MAX_LINES
@@ -57,8 +59,13 @@ class Folder:
 
 
 def _text(data: bytes) -> str:
-    """The file as the agent should read it: only a BOM and CRLF line ends may differ (ADR 0005)."""
-    text = data.decode("utf-8", "replace").removeprefix("\ufeff").replace("\r\n", "\n")
+    """The file as the agent should read it: only a BOM and CRLF line ends may differ (ADR 0005), and a
+    UTF-16 or cp1252 file is its characters (ADR 0009, "Encodings"), compared as such."""
+    try:
+        text = decode_text(data)[0]
+    except ArtifactRejected:  # refused: the agent reads the bytes as they are
+        text = data.decode("utf-8", "replace")
+    text = text.removeprefix("\ufeff").replace("\r\n", "\n")
     return text if "\n" in text else text.replace("\r", "\n")
 
 
@@ -165,6 +172,12 @@ def check(folder: Path, work: Path, through_mount: bool) -> Folder:
                 if view is None or ("/" not in name and name.endswith(".md")):
                     r.missing.append(name)
                 continue  # the view alone projects only the top level's .md files
+            if shown == data and name.endswith(".md") and name != MEMORY_NAME:  # as on disk: every line kept
+                r.lines += len(_lines(_text(data)))
+                r.kept += len(_lines(_text(data)))
+                r.raw_exact += 1
+                r.identical += 1
+                continue
             if not name.endswith(".md"):
                 r.raw_exact += shown == data
                 r.identical += shown == data

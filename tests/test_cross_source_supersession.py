@@ -13,14 +13,14 @@ from ontology.artifact import Channel
 from ontology.ingest import Ontology
 
 FOLDER = FIXTURES / "claims" / "cross_source"
-SDK14 = "El proyecto fue actualizado a Nimbus SDK 14"
+SDK14 = "La app quedó migrada a Nimbus SDK 14"
 EXPECTED = {
-    # a later version, said as a move ("actualizado a", "アップデート", "升级到"), over every other value
-    ("supersede:value", "project_shop_app.md", "App: Nimbus SDK 12 + Router + Zustand", "project_nimbus_notes.md", SDK14),
-    ("supersede:value", "project_shop_app.md", "Nimbus SDK 12 fijado. No actualizar hasta que sea requerido",
+    # a later version, said as a move ("migrada a", "アップデート", "升级到"), over every other value
+    ("supersede:value", "project_shop_app.md", "Cliente: Nimbus SDK 12 + Router + Zustand", "project_nimbus_notes.md", SDK14),
+    ("supersede:value", "project_shop_app.md", "Nimbus SDK 12 congelado. No subir de versión sin una razón fuerte",
      "project_nimbus_notes.md", SDK14),
-    ("supersede:value", "project_nimbus_notes.md", "Notas técnicas de la app Nimbus SDK 13", "project_nimbus_notes.md", SDK14),
-    ("supersede:value", "project_nimbus_notes.md", "Se instaló Nimbus SDK 13 (no 12) porque era la versión estable",
+    ("supersede:value", "project_nimbus_notes.md", "Apuntes de la app sobre Nimbus SDK 13", "project_nimbus_notes.md", SDK14),
+    ("supersede:value", "project_nimbus_notes.md", "Se eligió Nimbus SDK 13 (no 12) por ser la última estable",
      "project_nimbus_notes.md", SDK14),
     ("supersede:value", "project_kumo_usage.md", "デプロイには Kumo CLI 2.1 を使う。", "project_kumo_upgrade.md",
      "2026-03-03 に Kumo CLI 2.4にアップデートした。"),
@@ -29,31 +29,31 @@ EXPECTED = {
     # an identifier removed on a later day than a use of it: history, not a "removed vs in use" dispute
     ("supersede:value", "project_digest_job.md", "22:00 每晚摘要推送 (2026-05-01 加) — `jobs/nightly_digest.py` 读取关注列表并推送",
      "project_digest_stop.md", "2026-05-09 停掉摘要推送(nightly_digest cron 移除)，改推排行榜"),
-    # a later rank by date: a table row under "Our Rank" (Apr 2) and a sub-heading's bullet (Apr 4)
-    ("supersede:value", "project_standings.md", "SORT | sort-v2 | 8.1ms | ~40th", "session5_results.md",
-     "SORT: 8.05ms (rank 44) — unchanged"),
+    # a later rank by date: a table row under "Rank" (Apr 2) and a sub-heading's bullet (Apr 4)
+    ("supersede:value", "project_standings.md", "SORT | sort-v2 | 8.1ms | ~40th", "night5_results.md",
+     "SORT: 8.05ms at rank 44 (no change)"),
     # an index line stale beside its own file: a count (fr), a metric, an item status (es), a file status (en, ko)
-    ("supersede:index", "MEMORY.md", "project_bots.md — BotFleet 6 agents sur le VPS (EN PAUSE), budget et cycles",
-     "project_bots.md", "Configuration BotFleet 5 agents sur le VPS (CEO, QA, SEO, Dev, Data)"),
-    ("supersede:index", "MEMORY.md", "Leaderboard after round 3 (2026-02-01) — team public best stays at 0.9120 (run7); "
-     "round 3 scored worse", "project_leaderboard_20260201.md", "Public best: `0.9088` from `sub_extrap_150.csv` (transform of run7)"),
-    ("supersede:index", "MEMORY.md", "project_sessions.md — rutas y estado de sesiones (S2.2 completa, S2.3 pendiente al "
-     "2026-01-10)", "project_sessions.md", "2.3 | ✅ Completa (refactor v2) | feature/s23 → mergeado a main"),
-    ("supersede:index", "MEMORY.md", "Shop migration in progress — moving the shop to Hetzner; DNS switch deferred until "
-     "the smoke tests pass", "project_shop_migration.md",
-     "Shop move to Hetzner COMPLETE as of 2026-02-20; DNS switched and the old host is off"),
+    ("supersede:index", "MEMORY.md", "project_bots.md — BotFleet 6 agents sur le VPS (en pause), coûts et horaires",
+     "project_bots.md", "Aujourd'hui BotFleet 5 agents sur le VPS (veille, tri, rédaction, relecture, envoi)"),
+    ("supersede:index", "MEMORY.md", "Scoreboard after round 3 (2026-02-01) — our public best remains 0.9120 (run7); "
+     "round 3 did not beat it", "project_scores_20260201.md", "Public best: `0.9088` from `blend_k150.csv` (rescaled run7)"),
+    ("supersede:index", "MEMORY.md", "project_sessions.md — ramas y avance por entrega (E2.2 terminada, E2.3 pendiente al "
+     "2026-01-10)", "project_sessions.md", "2.3 | ✅ Terminada (limpieza v2) | feature/e23 → unida a main"),
+    ("supersede:index", "MEMORY.md", "Storefront move in progress — shifting the storefront to Hetzner; DNS flip waits for "
+     "the smoke tests (pending)", "project_shop_migration.md",
+     "Storefront now served from Hetzner — COMPLETE as of 2026-02-20; DNS points there and the old box is off"),
     ("supersede:index", "MEMORY.md", "배포 자동화 — 배포 파이프라인 자동화 (진행 중)", "project_deploy_auto.md",
      "배포 파이프라인 자동화 완료 (2026-03-02), 수동 단계 없음"),
     # file markers: a link to a HISTORICAL file said as current; a SUPERSEDED file's successor (named "plan 8")
-    ("supersede:historical-link", "spawn-plan.md", "Spawn the first player (TEMP cube, see mesh-placeholder) at the depot "
-     "with gravity", "mesh-placeholder.md", "HISTORICAL — the cube placeholder was replaced by the Kestrel character (plan 5)"),
-    ("supersede:successor", "drive-plan.md", "Plan 7 — simple cart steering (WASD) for the rider",
-     "physics-plan.md", "Plan 8 — echte Fahrphysik statt Arcade-Steuerung (Kollision, Schwerkraft, Federung)"),
+    ("supersede:historical-link", "first-bed-plan.md", "Water the first bed (TEMP stub, see pump-stub) from the shed tap "
+     "with a rain check", "pump-stub.md", "HISTORICAL — the hand-pump stub gave way to the Heron controller (plan 5)"),
+    ("supersede:successor", "valve-timer-plan.md", "Plan 7 — fixed valve timers (cron) for the raised beds",
+     "sensor-plan.md", "Plan 8 — Bewässerung nach Bodenfeuchte statt fester Zeiten (Sonden, Schwellwerte, Regenpause)"),
 }
 # Not found, on purpose: "Quarto v3" in the index beside "Quarto v4 requiere …" (a version named, not
 # moved to); "Tamarind v2.3 migration" vs "Tamarind v4 store" (history, though dated days apart);
-# "S2.2 completa" (agrees with its row); SCAN's rank 12 both days; "[[mesh-placeholder]] now historical" (said as history);
-# "[[drive-plan]] … wird ersetzt" (said as history).
+# "E2.2 terminada" (agrees with its row); SCAN's rank 12 both days; "[[pump-stub]] is history now" (said as
+# history); "[[valve-timer-plan]] … werden ersetzt" (said as history).
 
 
 def _updates(onto: Ontology) -> set[tuple[str, str, str, str, str]]:
@@ -95,10 +95,10 @@ def test_a_tombstone_withdraws_what_the_deleted_file_said_and_a_restore_brings_i
     tombstone = b'{"kgbridge": "tombstone", "file": "project_nimbus_notes.md", "at": "2026-11-30T04:00:00Z"}'
     assert onto.ingest("tombstone.0123456789ab.project_nimbus_notes.md", tombstone, Channel.CLI).status.value == "new"
     assert _updates(onto) == {u for u in EXPECTED if "project_nimbus_notes.md" not in (u[1], u[3])}
-    successor = b'{"kgbridge": "tombstone", "file": "physics-plan.md", "at": "2026-11-30T04:01:00Z"}'
-    assert onto.ingest("tombstone.0123456789ab.physics-plan.md", successor, Channel.CLI).status.value == "new"
+    successor = b'{"kgbridge": "tombstone", "file": "sensor-plan.md", "at": "2026-11-30T04:01:00Z"}'
+    assert onto.ingest("tombstone.0123456789ab.sensor-plan.md", successor, Channel.CLI).status.value == "new"
     assert not any(u[0] == "supersede:successor" for u in _updates(onto))
-    for name in ("project_nimbus_notes.md", "physics-plan.md"):
+    for name in ("project_nimbus_notes.md", "sensor-plan.md"):
         assert onto.ingest(name, (FOLDER / name).read_bytes(), Channel.CLI).status.value == "new"
     assert _updates(onto) == EXPECTED
     onto.close()
@@ -127,10 +127,10 @@ def test_memory_md_keeps_a_stale_index_line_verbatim_and_marks_what_its_file_say
     for line in index.splitlines():  # every line of the author's index is there, as written
         assert line in text
     bots = next(line for line in text.splitlines() if "(project_bots.md)" in line)
-    assert bots.endswith("⟨kg: project_bots.md now says “Configuration BotFleet 5 agents sur le VPS (CEO, QA, SEO, "
-                         "Dev, Data)”⟩"), bots
+    assert bots.endswith("⟨kg: project_bots.md now says “Aujourd'hui BotFleet 5 agents sur le VPS (veille, tri, "
+                         "rédaction, relecture, envoi)”⟩"), bots
     sessions = next(line for line in text.splitlines() if "(project_sessions.md)" in line)
-    assert "now says “2.3 | ✅ Completa" in sessions and "confirmed" not in sessions, sessions
+    assert "now says “2.3 | ✅ Terminada" in sessions and "confirmed" not in sessions, sessions
     onto.close()
 
 

@@ -10,15 +10,15 @@ from ontology.timeline import Fact, FactKind, Marker, Said, Status
 
 
 @pytest.mark.parametrize("text, date", [
-    ("Server move COMPLETE as of 2026-02-14; nothing left to clean", "2026-02-14"),
-    ("S1.6 pendiente al 2026-03-29", "2026-03-29"),
-    ("2026-07-24 停掉 AI 推播(cron 移除)", "2026-07-24"),
-    ("2026年7月24日に停止した", "2026-07-24"),
-    ("Backups green; NAS packs ~2026-06-20", None),  # a plan date says nothing about when it held
+    ("Mail relay swap COMPLETE as of 2026-02-14; no loose ends", "2026-02-14"),
+    ("E4.2 sigue pendiente al 2026-03-17", "2026-03-17"),
+    ("2026-07-19 关掉周报邮件(cron 删掉)", "2026-07-19"),
+    ("2026年6月3日にバッチを止めた", "2026-06-03"),
+    ("Snapshots fine; archive disks arrive ~2026-06-20", None),  # a plan date says nothing about when it held
     ("keep it until 2026-09-01", None),
     ("2026-09-01までに移行する", None),
-    ("Session 14 (Mar 28 2026, overnight)", "2026-03-28"),
-    ("Stand vom 28. März 2026", "2026-03-28"),
+    ("Night run 9 (Mar 11 2026, late)", "2026-03-11"),
+    ("Stand vom 9. März 2026", "2026-03-09"),
     ("no date here", None),
 ])
 def test_a_statement_date_is_its_as_of_date_never_a_deadline(text, date):
@@ -26,29 +26,29 @@ def test_a_statement_date_is_its_as_of_date_never_a_deadline(text, date):
 
 
 def test_a_file_date_is_modified_else_the_latest_of_name_file_name_and_date_fields():
-    assert T.file_date("x.md", {"metadata": {"modified": "2026-08-21T13:57:36.737Z"}, "name": "as of 2026-09-01"}) \
-        == "2026-08-21"
-    assert T.file_date("project_status_20260510.md", {"name": "status as of 2026-05-12 evening"}) == "2026-05-12"
-    assert T.file_date("session_2026-04-21_pause-state.md", {}) == "2026-04-21"
+    assert T.file_date("x.md", {"metadata": {"modified": "2026-08-19T08:12:05.120Z"}, "name": "as of 2026-09-01"}) \
+        == "2026-08-19"
+    assert T.file_date("project_scores_20260407.md", {"name": "scoreboard check, 2026-04-09 night"}) == "2026-04-09"
+    assert T.file_date("handoff_2026-04-16_midway.md", {}) == "2026-04-16"
     assert T.file_date("notes.md", {"date": "2026-01-02"}) == "2026-01-02"
     assert T.file_date("notes.md", {"name": "Notes"}) is None
 
 
 @pytest.mark.parametrize("text, status", [
-    ("Workstation migration in-flight — cutover deferred until reinstall confirmed", Status.PENDING),
-    ("COMPLETE as of 2026-02-14; nothing left to clean", Status.DONE),
-    ("estado V1 parcial pendiente refactorizar", Status.PENDING),
-    ("✅ Completa (refactor v2)", Status.DONE),
-    ("Phase 1 stabilisation en cours", Status.PENDING),
+    ("Laptop swap in-flight — switchover deferred until the backup is verified", Status.PENDING),
+    ("COMPLETE as of 2026-02-14; no loose ends", Status.DONE),
+    ("la versión 1 va a medias, parcial y pendiente de limpiar", Status.PENDING),
+    ("✅ Terminada (limpieza v2)", Status.DONE),
+    ("Nettoyage des imports en cours", Status.PENDING),
     ("Refactoring erledigt", Status.DONE),
-    ("수강계정 개편 (진행 중)", Status.PENDING),
+    ("결제 화면 정리 (진행 중)", Status.PENDING),
     ("배포 자동화 완료", Status.DONE),
     ("リリース作業は完了", Status.DONE),
     ("该功能仍未完成", Status.PENDING),  # 未完成 holds 完成: pending, not done
     ("已完成迁移", Status.DONE),
-    ("Design System — fuente de verdad de TODO lo visual", None),  # Spanish "todo" = all
-    ("dependencias progresivas, no todo al inicio", None),
-    ("S1.5 completa, S1.6 pendiente", None),  # both: the text as a whole states neither
+    ("La guía de marca manda en TODO lo visual", None),  # Spanish "todo" = all
+    ("instalar paso a paso, no todo de golpe", None),
+    ("E3.1 completa, E3.2 pendiente", None),  # both: the text as a whole states neither
 ])
 def test_status_words_in_every_language_and_mixed_texts_state_nothing(text, status):
     assert T.status_of(text) is status
@@ -59,58 +59,58 @@ def _facts(text: str, date: str | None = None) -> set[tuple[str, str, str, bool]
 
 
 @pytest.mark.parametrize("text, expected", [
-    ("App: Nimbus SDK 12 + Router + Zustand", {("nimbus sdk", "version", "12", False)}),
-    ("Nimbus SDK 12 fijado. No actualizar hasta que sea requerido", {("nimbus sdk", "version", "12", False)}),
-    ("El proyecto fue actualizado a Nimbus SDK 14", {("nimbus sdk", "version", "14", True)}),
-    ("We upgraded the app to React Native 0.83.4", {("react native", "version", "0.83.4", True)}),
+    ("Cliente: Nimbus SDK 12 + Router + Zustand", {("nimbus sdk", "version", "12", False)}),
+    ("Nimbus SDK 12 congelado. No subir de versión sin una razón fuerte", {("nimbus sdk", "version", "12", False)}),
+    ("Hoy dejamos la app actualizada a Nimbus SDK 14", {("nimbus sdk", "version", "14", True)}),
+    ("We upgraded the app to React Native 0.81.2", {("react native", "version", "0.81.2", True)}),
     ("Die App wurde aktualisiert auf Nimbus SDK 15", {("nimbus sdk", "version", "15", True)}),
     ("已将构建工具升级到Pollen SDK 9", {("pollen sdk", "version", "9", True)}),
     ("2026-03-03 に Kumo CLI 2.4にアップデートした", {("kumo cli", "version", "2.4", True)}),
-    ("Se instaló Nimbus SDK 13 (no 12)", {("nimbus sdk", "version", "13", False)}),
+    ("Se eligió Nimbus SDK 13 (no 12)", {("nimbus sdk", "version", "13", False)}),
     ("We will upgrade to Nimbus SDK 16 next week", set()),  # a plan is not a value
-    ("w08 (MAD 0.065) scored 0.8848", set()),  # a measurement, not a version
-    ("Plan 018 replaces plan 017", set()),  # a sequence number, not a product version
-    ("Configuration BotFleet 5 agents sur le VPS", {("botfleet agents", "count", "5@vps", False)}),  # its scope kept
+    ("trial k3 (spread 0.041) scored 0.7712", set()),  # a measurement, not a version
+    ("Plan 12 replaces plan 11", set()),  # a sequence number, not a product version
+    ("Aujourd'hui BotFleet 5 agents sur le VPS", {("botfleet agents", "count", "5@vps", False)}),  # its scope kept
     ("Best score: 0.69 on the private split", {("best score", "metric", "0.69@private", False)}),
     ("Public best: `0.9088` from `sub.csv`", {("public best", "metric", "0.9088", False)}),
-    ("team public best stays at 0.9120 (run7)", {("public best", "metric", "0.9120", False)}),
-    ("estado de sesiones (S2.3 pendiente al 2026-01-10)", {("2.3", "status", "pending", False)}),
-    ("GEMM: 16.222μs (rank 151) — unchanged", {("gemm rank", "rank", "151", False)}),
-    ("MLA leaderboard PASSED: `x.py` ranked 45.5μs", set()),  # "ranked" a time, not a standing
+    ("our public best remains 0.9120 (run7)", {("public best", "metric", "0.9120", False)}),
+    ("avance por entrega (E2.3 pendiente al 2026-01-10)", {("2.3", "status", "pending", False)}),
+    ("MATMUL: 12.48μs (rank 97) — unchanged", {("matmul rank", "rank", "97", False)}),
+    ("TopK board PASSED: `k.py` ranked 31.7μs", set()),  # "ranked" a time, not a standing
 ])
 def test_facts_name_a_specific_subject_and_an_atomic_value(text, expected):
     assert _facts(text) == expected
 
 
 def test_a_statement_takes_its_section_date_when_it_states_none():
-    (fact,) = T.facts("El proyecto fue actualizado a Nimbus SDK 14", "2026-02-10")
+    (fact,) = T.facts("Hoy dejamos la app actualizada a Nimbus SDK 14", "2026-02-10")
     assert fact.date == "2026-02-10"
     (fact,) = T.facts("Nimbus SDK 14 as of 2026-02-12 (upgraded to it)", "2026-02-10")
     assert fact.date == "2026-02-12"
 
 
 def test_a_status_row_is_keyed_by_its_first_cell():
-    assert T.row_fact(["1.6", "✅ Completa", "feat(s1.6): merged"], "2026-04-04") == \
-        Fact("1.6", FactKind.STATUS, "done", "2026-04-04")
-    assert T.row_fact(["2.4", "⏳ Pendiente", "emails"], None) == Fact("2.4", FactKind.STATUS, "pending", None)
-    assert T.row_fact(["Sesión", "Estado", "Rama"], None) is None
-    assert T.row_fact(["`EventOS.md`", "Documento maestro"], None) is None
-    assert T.item_key("S1.6") == T.item_key("1.6") == "1.6"
-    header = ["Problem", "Board", "Our Score", "Our Rank"]
+    assert T.row_fact(["4.1", "✅ Terminada", "feat(e4.1): unida"], "2026-04-04") == \
+        Fact("4.1", FactKind.STATUS, "done", "2026-04-04")
+    assert T.row_fact(["4.2", "⏳ Pendiente", "avisos"], None) == Fact("4.2", FactKind.STATUS, "pending", None)
+    assert T.row_fact(["Entrega", "Situación", "Rama"], None) is None
+    assert T.row_fact(["`Guia.md`", "Documento principal"], None) is None
+    assert T.item_key("E4.1") == T.item_key("4.1") == "4.1"
+    header = ["Kernel", "Board", "Best time", "Rank"]
     assert T.row_fact(["SORT", "sort-v2", "8.1ms", "~40th"], "2026-04-02", header) == \
         Fact("sort rank", FactKind.RANK, "40", "2026-04-02")
     assert T.row_fact(["Status", "x", "1ms", "3rd"], None, header) is None  # a generic first cell
 
 
 @pytest.mark.parametrize("text, marker", [
-    ("HISTORICAL — the cube placeholder was replaced by the Kestrel character", (Marker.HISTORICAL, None)),
-    ("plan 7; arcade driving — SUPERSEDED by plan 8 (real physics)", (Marker.SUPERSEDED, "plan 8")),
+    ("HISTORICAL — the hand-pump stub gave way to the Heron controller", (Marker.HISTORICAL, None)),
+    ("plan 7; fixed watering times — SUPERSEDED by plan 8 (soil sensors)", (Marker.SUPERSEDED, "plan 8")),
     ("Veraltet: alte Deploy-Anleitung", (Marker.SUPERSEDED, None)),
     ("【廃止】旧デプロイ手順", (Marker.SUPERSEDED, None)),
     ("已废弃：旧的部署流程", (Marker.SUPERSEDED, None)),
     ("Obsolète — ancienne procédure", (Marker.SUPERSEDED, None)),
-    ("contacts 컬렉션 폐기 Phase 5 완료 — 읽기/쓰기 전부 제거", None),  # about deprecating something else
-    ("Shopify廃止スケジュール・新機能", None),
+    ("orders 테이블 폐기 Phase 3 완료 — 조회/저장 모두 이전", None),  # about deprecating something else
+    ("Stripe廃止の段取りと新プラン", None),
     ("Notes on the deprecated v1 API and its replacement", None),
 ])
 def test_a_file_marker_opens_the_text_or_is_loud(text, marker):

@@ -209,15 +209,15 @@ def test_a_log_copied_under_another_name_updates_nothing(onto):
 
 
 def test_a_hard_wrapped_sentence_is_read_whole(onto):
-    """A paragraph wrapped mid-sentence ("... was based on a stale" / "assumption that was already wrong.
+    """A paragraph wrapped mid-sentence ("... rested on an outdated" / "guess that nobody had checked.
     Instead:") and a list item wrapped before a code span go on on their next line: that line is not a
     label or a command line of its own, so the statement keeps all its words. A label after a finished
     sentence ("**How to apply:**") is still a label."""
     claims = _ingest(onto, "hard_wrapped")
-    assert "The retry plan from 2026-03-10 was based on a stale assumption that was already wrong" in claims
+    assert "The retry plan written on 2026-03-10 rested on an outdated guess that nobody had checked" in claims
     assert "Public best: `0.912` from `runs/blend_v3_seed7.csv` (ensemble of three seeds)" in claims
-    assert "when the export alert fires, look at the manifest first" in claims
-    assert not any(text.endswith("a stale") or "Instead" in text for text in claims), list(claims)
+    assert "once the export alarm goes off, open the manifest before anything else" in claims
+    assert not any(text.endswith("an outdated") or "Instead" in text for text in claims), list(claims)
 
 
 def test_a_list_item_wrapped_after_its_colon_is_one_claim(onto):

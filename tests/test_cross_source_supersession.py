@@ -161,7 +161,7 @@ def test_one_pair_superseded_for_two_subjects_survives_when_one_subject_moves_on
 
 
 def test_a_copy_of_a_file_that_revises_itself_supersedes_nothing_of_the_original(tmp_path: Path):
-    """A file whose "(the newer product, not Pages)" revises its own "builds on Cloudflare Pages", and the
+    """A file whose "(the current offering, not Pages)" revises its own "builds on Lumen Pages", and the
     same file copied under a session's name: each copy revises only itself. No update says one copy's
     claim no longer holds because of the other (the newer one states it too), and neither topic file's
     appendix tells the agent the other "supersedes" a claim it makes itself (blind8: bench.metamorphic)."""

@@ -46,14 +46,14 @@ EXPECTED = {
      "배포 파이프라인 자동화 완료 (2026-03-02), 수동 단계 없음"),
     # file markers: a link to a HISTORICAL file said as current; a SUPERSEDED file's successor (named "plan 8")
     ("supersede:historical-link", "first-bed-plan.md", "Water the first bed (TEMP stub, see pump-stub) from the shed tap "
-     "with a rain check", "pump-stub.md", "HISTORICAL — the hand-pump stub gave way to the Heron controller (plan 5)"),
-    ("supersede:successor", "valve-timer-plan.md", "Plan 7 — fixed valve timers (cron) for the raised beds",
+     "with a rain check", "pump-stub.md", "HISTORICAL — hand-pump stub, which gave way to the Heron controller (plan 5)"),
+    ("supersede:successor", "valve-timers.md", "Plan 7 — fixed valve timers (cron) for the raised beds",
      "sensor-plan.md", "Plan 8 — Bewässerung nach Bodenfeuchte statt fester Zeiten (Sonden, Schwellwerte, Regenpause)"),
 }
 # Not found, on purpose: "Quarto v3" in the index beside "Quarto v4 requiere …" (a version named, not
 # moved to); "Tamarind v2.3 migration" vs "Tamarind v4 store" (history, though dated days apart);
 # "E2.2 terminada" (agrees with its row); SCAN's rank 12 both days; "[[pump-stub]] is history now" (said as
-# history); "[[valve-timer-plan]] … werden ersetzt" (said as history).
+# history); "[[valve-timers]] … werden ersetzt" (said as history).
 
 
 def _updates(onto: Ontology) -> set[tuple[str, str, str, str, str]]:

@@ -71,7 +71,7 @@ def test_negation_flips_only_where_the_language_makes_it_unambiguous(text, polar
 def test_every_script_has_matching_tokens():
     from ontology.tokens import tokens
     assert tokens("ＡＢＣ１２３ 全角テスト") == ["abc123", "全角", "角テ", "テス", "スト"]  # NFKC, kana bigrams
-    assert tokens("see `~/.claude/hooks/bash-guard.sh` now") == ["see", "~/.claude/hooks/bash-guard.sh", "now"]
+    assert tokens("see `~/.claude/hooks/lint-gate.sh` now") == ["see", "~/.claude/hooks/lint-gate.sh", "now"]
     assert "calculate_sum_pi_squared" in tokens("actor.calculate_sum_pi_squared=True")
     mixed = proposition("NLP 模型每周重新训练").tokens
     assert {"nlp", "模型", "训练"} <= mixed  # compared on all of its text, not its ASCII part alone

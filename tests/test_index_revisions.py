@@ -15,16 +15,16 @@ from ontology.ingest import Ontology
 FILES = {
     "reference_tide_api.md": "---\nname: Tide API history\ndescription: Tide API serves daily history back to 2019 "
                              "on the free plan\ntype: reference\n---\n\nQuery one day per call.\n",
-    "project_loom_pivot.md": "---\nname: Loom pivot\ndescription: Loom now builds a batch importer\ntype: project\n"
+    "project_loom_plan.md": "---\nname: Loom plan\ndescription: Loom now builds a batch importer\ntype: project\n"
                              "---\n\nThe importer reads CSV exports.\n",
     "project_quiet.md": "---\nname: Quiet\ndescription: Notes on the quiet build\ntype: project\n---\n\nNothing new.\n",
     "MEMORY.md": "# Index\n\n"
-                 "- [Tide 歷史資料](reference_tide_api.md) — 每日歷史回溯到2019免費;可做回測(先前誤判付費)\n"
-                 "- [Loom pivot](project_loom_pivot.md) — pivoted from Streaming Sync to Batch Importer\n"
+                 "- [Tide 歷史資料](reference_tide_api.md) — 免費方案也能查2019年以來的每日資料(之前誤以為要付費)\n"
+                 "- [Loom plan](project_loom_plan.md) — switched from Streaming Sync to Batch Importer\n"
                  "- [Quiet](project_quiet.md) — if we switched from Make to Ninja, builds would be faster\n",
 }
 EXPECTED = {
-    ("MEMORY.md", "revision:correction", "付費", "Tide 歷史資料 — 每日歷史回溯到2019免費;可做回測",
+    ("MEMORY.md", "revision:correction", "要付費", "Tide 歷史資料 — 免費方案也能查2019年以來的每日資料",
      "Tide API serves daily history back to 2019 on the free plan"),
     ("MEMORY.md", "revision:from_to", "Streaming Sync", "Batch Importer", "Loom now builds a batch importer"),
 }  # not the conditional "if we switched from Make to Ninja"
@@ -58,7 +58,7 @@ def test_index_line_revisions_are_recorded_against_the_linked_file(tmp_path: Pat
         assert conn.execute("SELECT count(*) FROM stances st JOIN artifacts ar ON ar.id = st.artifact_id "
                             "WHERE ar.filename = 'MEMORY.md'").fetchone()[0] == 0
     edited = folder / "MEMORY.md"  # a new index without the hooks: their updates go
-    edited.write_text("# Index\n\n- [Loom pivot](project_loom_pivot.md) — the importer\n", encoding="utf-8")
+    edited.write_text("# Index\n\n- [Loom plan](project_loom_plan.md) — the importer\n", encoding="utf-8")
     assert onto.ingest_paths([edited], Channel.CLI)[0].status.value in ("new", "updated")
     assert _updates(onto) == set()
     onto.close()

@@ -11,7 +11,7 @@ from ontology.timeline import Fact, FactKind, Marker, Said, Status
 
 @pytest.mark.parametrize("text, date", [
     ("Mail relay swap COMPLETE as of 2026-02-14; no loose ends", "2026-02-14"),
-    ("E4.2 sigue pendiente al 2026-03-17", "2026-03-17"),
+    ("E4.2 sigue pendiente al 2026-04-17", "2026-04-17"),
     ("2026-07-19 关掉周报邮件(cron 删掉)", "2026-07-19"),
     ("2026年6月3日にバッチを止めた", "2026-06-03"),
     ("Snapshots fine; archive disks arrive ~2026-06-20", None),  # a plan date says nothing about when it held

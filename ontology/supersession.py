@@ -1,11 +1,11 @@
 """Which claims of other sources a recorded revision supersedes: a claim that still states the old
-value of a revision ("deploy: GitHub → Acme Pages" after "Acme Workers (not Pages)").
+value of a revision ("deploy: Codeberg → Lumen Pages" after "Lumen Edge (not Pages)").
 
 Invariant: precision first and symmetric. A claim is superseded only when it contains the revision's
 old value verbatim (whole words), does not also state the new value, is not itself a revision or a
 negation, shares a specific name or identifier with the revising statement (two for a bare number),
 beside the value (the name qualifies the value in both statements: "Acme Pages", "Nimbus SDK 12"),
-names the value itself, not as the owner of a code-named file or setting ("Pages `_headers` file"),
+names the value itself, not as the owner of a code-named file or setting ("Pages `_rewrites` file"),
 and its source is not newer than the reviser's (by day). Read-only: the writer records the matches.
 """
 
@@ -164,8 +164,8 @@ def _revisions(conn: sqlite3.Connection, where: str, args: tuple) -> list[_Revis
     return out
 
 
-# The old value right before a code span names the owner of that file or setting ("the Cloudflare Pages
-# `_headers` file"): the claim is about the code-named thing, which the revision does not mention.
+# The old value right before a code span names the owner of that file or setting ("the Lumen Pages
+# `_rewrites` file"): the claim is about the code-named thing, which the revision does not mention.
 _OWNS_CODE_RE = re.compile(r"\s?`")
 
 

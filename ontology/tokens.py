@@ -26,7 +26,7 @@ _UNSPACED_RE = re.compile(f"[{_UNSPACED}]")
 _W = rf"[^\W{_UNSPACED}]"  # a word character of a space-delimited script
 _PIECE_RE = re.compile(
     rf"(?P<run>[{_UNSPACED}]+)"
-    # A path or file name is one token: "~/.claude/hooks/lint-gate.sh", "C:\\x\\y", "poll.blade.php".
+    # A path or file name is one token: "~/.claude/hooks/lint-gate.sh", "C:\\x\\y", "cart.blade.php".
     rf"|(?P<path>~?(?:{_W}|[-.~])*[/\\](?:{_W}|[-./\\~])*{_W}|{_W}+(?:[-.]{_W}+)*\.[a-z][a-z0-9]{{0,4}}\b)"
     r"|(?P<num>\d+(?:[.:/\-]\d+)+)"
     rf"|(?P<word>[^\W{_UNSPACED}]+(?:'[^\W{_UNSPACED}]+)?)"

@@ -233,14 +233,14 @@ def test_a_list_item_wrapped_after_its_colon_is_one_claim(onto):
 
 
 def test_a_self_correction_does_not_outdate_a_line_about_a_code_named_file_of_the_old_product(onto):
-    """ "(the newer product, not Pages)" corrects the same file's "builds on Acme Pages"; its line about the
-    "Acme Pages `_headers` file" is about that file (which the correction does not mention), not a claim
+    """ "(the current offering, not Pages)" corrects the same file's "builds on Lumen Pages"; its line about
+    the "Lumen Pages `_rewrites` file" is about that file (which the correction does not mention), not a claim
     that the site is on Pages: it is not marked outdated."""
     _ingest(onto, "self_correction")
     with onto.reader() as conn:
         olds = [u.old_text for u in queries.updates(conn)]
     assert any(old.startswith("Builds: every push") for old in olds), olds
-    assert not any("`_headers`" in old for old in olds), olds
+    assert not any("`_rewrites`" in old for old in olds), olds
 
 
 def test_a_catalogue_of_what_a_tool_offers_is_no_use_of_a_removed_identifier(onto):

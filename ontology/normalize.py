@@ -195,12 +195,18 @@ def _content(tokens: list[str]) -> list[str]:
     return [stem(t) for t in tokens if t not in STOPWORDS and t != "="]
 
 
+def unlisted_script(text: str) -> bool:
+    """Whether `text` has letters of a script we have no word lists for (Cyrillic, Greek, Arabic, Hebrew,
+    Indic, Thai …): what its words mean is unknown to every rule."""
+    return not text.isascii() and bool((counts := script_counts(text)) and (
+        counts.get(Script.OTHER) or counts.get(Script.THAI)))
+
+
 def is_generic_subject(subject: str) -> bool:
     """Whether a subject may name many things ("Status", "Reason", "Пример"): never a slot. A subject
     in a script we have no word lists for (Cyrillic, Greek, Arabic, Hebrew, Indic, Thai …) counts as
     one, since we cannot tell "Причина" (reason) from "База данных" (database): precision first."""
-    if not subject.isascii() and (counts := script_counts(subject)) and (
-            counts.get(Script.OTHER) or counts.get(Script.THAI)):
+    if unlisted_script(subject):
         return True
     tokens = [t for t, _ in split_words(fold(subject)) if t not in STOPWORDS and t not in ARTICLES]
     return not tokens or all(t in GENERIC_SUBJECTS or stem(t) in GENERIC_SUBJECTS for t in tokens)

@@ -12,7 +12,7 @@ import re
 from dataclasses import replace
 
 from ontology.aggregate import GENERIC_SLOT
-from ontology.normalize import Proposition, content_key, is_generic_subject
+from ontology.normalize import Proposition, content_key, is_generic_subject, unlisted_script
 from ontology.tokens import fold
 
 # Keys that introduce an example, a verdict on one or a quoted message, never a value of a slot.
@@ -42,6 +42,12 @@ _CONDITION_RE = re.compile(
 # inside a word, or a capitalised word that does not open the subject.
 _SPECIFIC_RE = re.compile(r"`[^`]+`|\b[a-z]+[A-Z]\w*|\b[A-Z][a-z]*[A-Z]\w*|\b[A-Z]{2,}\b|\w*\d\w*|\w[_./-]\w"
                           r"|(?<=\w )[A-Z][a-z]+")
+# A value's closing parenthetical of a few words and no digit says where (or for what) it holds:
+# "Postgres (production)", "SQLite (máy dev)", "MySQL (本番)". The slot is that qualifier's, so values said
+# for two places are no rivals, in any language; "Postgres (prod)" and "MySQL (prod)" still are (blind10:
+# every language, English included, disputed "Orders DB: Postgres (production)" with "… SQLite (local)").
+_QUALIFIER_RE = re.compile(r"[(（]([^()（）\d]+)[)）][\s.。]*$")
+_QUALIFIER_WORDS = 3
 _PROSE_VERB_RE = re.compile(r"\s(?:is|are|uses|use|using|=)\s", re.IGNORECASE)
 
 
@@ -79,8 +85,11 @@ def scoped_slot(prop: Proposition, text: str, section: str | None, memory: bool)
     "## macOS", not "## Why") is that scope's: its key (so "Auto-deploy is not enabled" under Production
     denies nothing said under Staging; the same words still agree as near-duplicates) and a specific
     subject's slot carry the heading."""
-    scope = content_key(section) if memory and section and not is_generic_subject(section) \
-        and fold(section) not in _RHETORICAL_LABELS else ""
+    # A heading in a script we have no word lists for ("## Продакшен", "## ייצור") may name a scope as well
+    # as anything else: it scopes (two headings' values are then no rivals; precision first, blind10).
+    scope = content_key(section) if memory and section and (
+        unlisted_script(section) or not is_generic_subject(section)) and fold(section) not in _RHETORICAL_LABELS \
+        else ""
     if scope:
         prop = replace(prop, key=f"{scope} / {prop.key}")
     if prop.slot is None:
@@ -90,6 +99,9 @@ def scoped_slot(prop: Proposition, text: str, section: str | None, memory: bool)
     if _QUESTION_RE.search(text) or _PLACEHOLDER_RE.search(text) or _CONDITION_RE.search(value) \
             or _VERDICT_KEY_RE.match(subject):
         return replace(prop, slot=None, value=None)
+    qualifier = _QUALIFIER_RE.search(value)
+    if qualifier and len(qualifier.group(1).split()) <= _QUALIFIER_WORDS:
+        prop = replace(prop, slot=f"{prop.slot}@{fold(qualifier.group(1).strip())}")
     if not specific(subject):
         return replace(prop, slot=GENERIC_SLOT + prop.slot)
     return replace(prop, slot=f"{scope}/{prop.slot}") if scope else prop

@@ -20,7 +20,7 @@ from pathlib import Path
 from ontology.artifact import Channel, Kind
 from ontology.dropfile import DropRefused, read_drop
 from ontology.errors import UserError
-from ontology.ingest import Ontology
+from ontology.ingest import Ontology, Status
 from ontology.layout import drop_name
 from projection.mounts import is_mounted
 
@@ -40,7 +40,7 @@ def ingest_host_files(onto: Ontology, directory: Path) -> int:
     """Ingest the memory directory's own files (as memory artifacts) before covering it, in one
     batched call (a transaction per BATCH_SIZE files, not per file). A symlink is never followed
     (it could reach any file on the machine) and a FIFO never blocks us: both are skipped."""
-    items = []
+    items, names = [], []
     for path in sorted(directory.glob("*.md")):
         if path.name.startswith("."):
             continue
@@ -53,7 +53,10 @@ def ingest_host_files(onto: Ontology, directory: Path) -> int:
             log.warning("cannot read %s from the memory dir: %s", path, exc.strerror)
             continue
         items.append((drop_name(Kind.MEMORY.value, data, path.name), data, Channel.CLI))
-    onto.ingest_many(items)
+        names.append(path.name)
+    for name, result in zip(names, onto.ingest_many(items)):
+        if result.status is Status.REJECTED:  # the file stays on disk as it is; say why the graph lacks it
+            log.warning("not ingesting %s from the memory dir: %s", name, result.reason)
     return len(items)
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from pathlib import Path
 
 import httpx
@@ -18,6 +19,8 @@ from kgbridge import deliver, forgetting
 from ontology.artifact import ArtifactRejected, Channel
 from ontology.ingest import Ontology
 from ontology.parse import decode_text, parse_artifact
+from projection.mount import ingest_host_files
+from projection.view import ProjectionView
 from support.bridge_env import BridgeEnv
 from support.fuse_helpers import requires_fuse, unmount
 from support.server_proc import ServerProcess
@@ -172,3 +175,24 @@ def test_the_mount_and_project_to_show_the_same_characters_as_utf8(tmp_path):
     finally:
         bridge.cli("unmount")
         unmount(bridge.memory_dir)
+
+
+def test_a_folder_file_we_refuse_is_named_with_its_reason_and_the_rest_goes_on(tmp_path, caplog):
+    """blind10: a KOI8-R note and a paste with NUL bytes in the memory folder were refused at mount time
+    without a word; the reason is logged under the file's own name, and the folder's other notes go on."""
+    folder = tmp_path / "memory"
+    folder.mkdir()
+    (folder / "zametki.md").write_bytes("- Сервер `ledger` слушает порт 7070.\n- Копии хранятся 30 дней.\n"
+                                        .encode("koi8-r"))
+    (folder / "paste.md").write_bytes(b"- Queue depth alert at 500 jobs.\n- a bad paste \x00\x01 here\n")
+    (folder / "ports.md").write_bytes(b"- The `ledger` service listens on port 7070.\n")
+    onto = Ontology(tmp_path / "K", "notes", create=True)
+    try:
+        with caplog.at_level(logging.WARNING, logger="projection.mount"):
+            ingest_host_files(onto, folder)
+        said = [r.getMessage() for r in caplog.records if r.name == "projection.mount"]
+        assert any("zametki.md" in m and "save it as UTF-8" in m for m in said), said
+        assert any("paste.md" in m and "NUL bytes" in m for m in said), said
+        assert b"port 7070" in ProjectionView(onto).read("ports.md")
+    finally:
+        onto.close()

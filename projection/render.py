@@ -9,6 +9,7 @@ MAX_BYTES bytes. Same snapshot, same bytes.
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass, field
 
 from projection.hostindex import Block, BlockKind, parse_index
@@ -86,13 +87,59 @@ class MemorySnapshot:
         return len(self.disputed) if self.disputed_total is None else self.disputed_total
 
 
+# Bidi isolates and embeddings the author opened, and what closes each (U+2069 PDI, U+202C PDF).
+_BIDI_OPEN = {"\u2066": "\u2069", "\u2067": "\u2069", "\u2068": "\u2069", "\u202a": "\u202c", "\u202b": "\u202c",
+              "\u202d": "\u202c", "\u202e": "\u202c"}
+
+
+def _extends(ch: str) -> bool:
+    """Whether `ch` belongs to the character before it as a reader sees it: a combining mark (Devanagari and
+    Thai vowel signs, a decomposed accent), a joiner, a variation selector, a skin tone, an emoji tag, or a
+    conjoining Hangul vowel or final (Korean saved decomposed, as macOS may)."""
+    o = ord(ch)
+    return (unicodedata.category(ch) in ("Mn", "Mc", "Me") or o == 0x200D or 0xFE00 <= o <= 0xFE0F
+            or 0xE0100 <= o <= 0xE01EF or 0x1F3FB <= o <= 0x1F3FF or 0xE0020 <= o <= 0xE007F
+            or 0x1160 <= o <= 0x11FF or 0xD7B0 <= o <= 0xD7FF)
+
+
+def _binds_next(ch: str) -> bool:
+    """Whether `ch` belongs with the character after it: a joiner, a virama, a Thai or Lao vowel written
+    before its consonant."""
+    o = ord(ch)
+    return o == 0x200D or unicodedata.combining(ch) == 9 or 0x0E40 <= o <= 0x0E44 or 0x0EC0 <= o <= 0x0EC4
+
+
+def _whole(line: str, end: int) -> str:
+    """`line[:end]`, moved back to a boundary a reader sees (never inside a conjunct, an emoji sequence or a
+    flag), with every bidi isolate or embedding it opens closed, so our text after it keeps its direction."""
+    while 0 < end < len(line) and (_extends(line[end]) or _binds_next(line[end - 1])):
+        end -= 1
+    run = 0
+    while run < end and 0x1F1E6 <= ord(line[end - 1 - run]) <= 0x1F1FF:  # regional indicators pair into flags
+        run += 1
+    end -= run % 2
+    kept, closers = line[:end], []
+    for ch in kept:
+        if ch in _BIDI_OPEN:
+            closers.append(_BIDI_OPEN[ch])
+        elif closers and ch == closers[-1]:
+            closers.pop()
+    return kept + "".join(reversed(closers))
+
+
 def clip(text: str, limit: int = MAX_LINE_BYTES) -> str:
-    """One line of at most `limit` UTF-8 bytes, cut at a character boundary."""
+    """One line of at most `limit` UTF-8 bytes, cut where a reader sees a character boundary (blind10: a
+    Devanagari conjunct, an emoji sequence or a flag was cut in two, an RTL isolate left open)."""
     line = " ".join(text.split())
     data = line.encode("utf-8")
     if len(data) <= limit:
         return line
-    return data[: limit - 3].decode("utf-8", "ignore") + "…"
+    cut = len(data[: limit - 3].decode("utf-8", "ignore"))
+    closed = _whole(line, cut)
+    while len(closed.encode("utf-8")) > limit - 3:  # the closers we added must fit too
+        cut -= 1
+        closed = _whole(line, cut)
+    return closed + "…"
 
 
 class _Budget:

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from projection.rank import ConceptStats, rank
 from projection.render import (DISPUTED_SHARE, FOOTER_TAIL, MAX_BYTES, MAX_LINES, ConceptLine, DisputedLine,
-                               MemorySnapshot, index_cut, render_memory)
+                               MemorySnapshot, clip, index_cut, render_memory)
 
 WIDE = ["a", "é", "漢字", "🧠", "e\u0301", "ß", "ﷺ", "\u200d", "𝔘", "—"]
 
@@ -260,3 +260,23 @@ def test_what_the_projection_adds_to_an_index_comes_out_of_an_edit_of_it(n_feedb
     if "index entries" not in text.splitlines()[-1]:  # the whole index was shown
         assert index_from_view(text) == index
     assert index_from_view(render_memory(snapshot(30, n_disputed, hook_len, seed))) == "", "all of it ours"
+
+
+@pytest.mark.parametrize(("text", "limit", "shown"), [
+    ("सर्वर की सेटिंग " * 10, 30, "सर्वर की …"),  # never a conjunct cut after its virama
+    ("เซิร์ฟเวอร์ทดสอบใช้พอร์ต" * 5, 25, "เซิร์ฟ…"),  # nor a Thai vowel written before its consonant
+    ("🇩🇪🇫🇷🇯🇵🇧🇷" * 5, 15, "🇩🇪…"),  # nor a flag
+    ("on call 👩‍💻 today, " * 5, 20, "on call …"),  # nor an emoji sequence
+])
+def test_a_clipped_line_ends_on_a_character_a_reader_sees(text, limit, shown):
+    """blind10: a generated line (an index addition, a quoted claim) cut at a code point split Hindi and
+    Thai words, emoji sequences and flags into pieces that read as other characters."""
+    assert clip(text, limit) == shown
+
+
+def test_a_clipped_line_closes_the_bidi_isolate_it_opens():
+    """An RTL note marks an identifier with an isolate (U+2066 … U+2069); a cut inside it left it open, so
+    our text after the quote took the identifier's direction."""
+    text = "התור רץ על \u2066`queue_v2` עם עובדים רבים\u2069 " * 3
+    clipped = clip(text, 40)
+    assert clipped.count("\u2066") == clipped.count("\u2069") and len(clipped.encode()) <= 40

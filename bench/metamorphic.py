@@ -2,13 +2,15 @@
 
 Run: .venv/bin/python -m bench.metamorphic DIR [DIR ...] [--only T,T] [-v]
 DIR is a memory folder or a folder of them (the trap set, a corpus). Each folder is ingested as
-`kgbridge mount` does, then once per rewrite (split, merge, rename, reorder, ...); every dispute, update
-or mark the agent would read only after the rewrite, and every agreement the rewrite loses, is reported.
+`kgbridge mount` does, then once per rewrite (split, merge, rename, reorder, ...) and once per arrival
+order (the same files delivered reversed, shuffled); every dispute, update or mark the agent would read
+only after the rewrite, and every agreement the rewrite loses, is reported.
 """
 
 from __future__ import annotations
 
 import argparse
+import random
 import re
 import shutil
 import sys
@@ -18,9 +20,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.traps import Finding, _findings
+from bench.traps import Finding, _findings, read_findings
 from ontology import queries
+from ontology.artifact import Channel, Kind
 from ontology.ingest import Ontology
+from ontology.layout import drop_name
 from projection.mount import ingest_host_files
 from projection.snapshot import MEMORY_NAME
 
@@ -294,6 +298,10 @@ REWRITES: dict[str, Callable[[Files], Files]] = {
     "rewrap": rewrap, "markers": markers, "split": split, "merge": merge, "copy_session": copy_session,
     "add_unrelated": add_unrelated, "move_fact": move_fact,
 }
+# Arrival orders: the same files, unchanged, delivered in another order (the hooks deliver files as the
+# agent writes them, so any order happens). Nothing the agent reads may depend on it.
+ARRIVALS = ("arrive_reversed", "arrive_shuffled")
+SHUFFLE_SEED = 10
 # Rewrites after which every agreement must still stand (merge joins two sources into one; split and
 # reorder may cut one restated bullet list apart).
 KEEPS_AGREEMENTS = ("rename", "rewrap", "markers", "copy_session", "add_unrelated", "reorder_bullets",
@@ -352,15 +360,40 @@ def _write(folder: Path, files: Files) -> None:
         (folder / name).write_text(text, encoding="utf-8")
 
 
+def _agreed(onto: Ontology) -> set[frozenset[str]]:
+    with onto.reader() as conn:
+        ids = [aid for (aid,) in conn.execute("SELECT id FROM assertions WHERE n_for >= 2")]
+        rows = queries.evidence_for(conn, ids)
+        return {frozenset(norm(r.text) for r in rows.get(aid, []) if r.stance_word == "for") for aid in ids}
+
+
 def _agreements(folder: Path, work: Path) -> set[frozenset[str]]:
     """Each agreement as the set of its supporting statements' words."""
     onto = Ontology(work, "meta", create=True)
     try:
         ingest_host_files(onto, folder)
-        with onto.reader() as conn:
-            ids = [aid for (aid,) in conn.execute("SELECT id FROM assertions WHERE n_for >= 2")]
-            rows = queries.evidence_for(conn, ids)
-            return {frozenset(norm(r.text) for r in rows.get(aid, []) if r.stance_word == "for") for aid in ids}
+        return _agreed(onto)
+    finally:
+        onto.close()
+
+
+def arrival_order(names: list[str], arrival: str) -> list[str]:
+    """The file names in the order `arrival` delivers them."""
+    ordered = sorted(names, reverse=arrival == "arrive_reversed")
+    if arrival == "arrive_shuffled":
+        random.Random(SHUFFLE_SEED).shuffle(ordered)
+    return ordered
+
+
+def _arrived(folder: Path, work: Path, arrival: str) -> tuple[list[Finding], set[frozenset[str]]]:
+    """Findings and agreements after the folder's files arrive in the order `arrival` gives, in one
+    batched call as `kgbridge mount` makes (ingest_host_files, which sorts by name)."""
+    onto = Ontology(work, "meta", create=True)
+    try:
+        names = arrival_order([p.name for p in folder.glob("*.md")], arrival)
+        onto.ingest_many([(drop_name(Kind.MEMORY.value, data, name), data, Channel.CLI)
+                          for name in names for data in [(folder / name).read_bytes()]])
+        return read_findings(onto), _agreed(onto)
     finally:
         onto.close()
 
@@ -382,10 +415,18 @@ def check(folder: Path, rewrites: list[str], work: Path) -> list[Report]:
     files = read_folder(folder)
     base = work / "base"
     _write(base, files)
-    before = set().union(*(keys(f) for f in _findings(base, work / "db-base")))
+    found = _findings(base, work / "db-base")
+    before = set().union(*(keys(f) for f in found))
     agreed = _agreements(base, work / "agr-base")
     out: list[Report] = []
-    for name in rewrites:
+    for name in (r for r in rewrites if r in ARRIVALS):
+        after, kept = _arrived(base, work / f"db-{name}", name)
+        new = sorted({f.shown for f in after if not keys(f) & before})
+        lost = sorted(" = ".join(sorted(a)) for a in agreed if not any(a <= b for b in kept))
+        shown = set().union(*(keys(f) for f in after))  # the same files: a finding must not depend on order
+        lost += sorted({f"finding {f.shown}" for f in found if not keys(f) & shown})
+        out.append(Report(folder.name, name, new, lost))
+    for name in (r for r in rewrites if r not in ARRIVALS):
         changed = REWRITES[name](files)
         if changed == files:
             continue
@@ -412,13 +453,14 @@ def _folders(paths: list[Path]) -> list[Path]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("dirs", nargs="+", type=Path)
-    parser.add_argument("--only", default=",".join(REWRITES), help="comma-separated rewrites to apply")
+    parser.add_argument("--only", default=",".join((*REWRITES, *ARRIVALS)),
+                        help="comma-separated rewrites (and arrival orders) to apply")
     parser.add_argument("-v", "--verbose", action="store_true", help="also list folders with nothing new")
     args = parser.parse_args()
     rewrites = [r for r in args.only.split(",") if r]
-    unknown = [r for r in rewrites if r not in REWRITES]
+    unknown = [r for r in rewrites if r not in REWRITES and r not in ARRIVALS]
     if unknown:
-        parser.error(f"unknown rewrite(s): {', '.join(unknown)}; known: {', '.join(REWRITES)}")
+        parser.error(f"unknown rewrite(s): {', '.join(unknown)}; known: {', '.join((*REWRITES, *ARRIVALS))}")
     totals = {r: [0, 0] for r in rewrites}  # new findings, lost agreements
     for folder in _folders(args.dirs):
         with tempfile.TemporaryDirectory(prefix="kg-meta-") as tmp:

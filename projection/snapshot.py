@@ -254,10 +254,12 @@ def _memory_topic(filename: str, key: str, text: str, identity: str, ids: set[in
         if own is not None and not others:
             alone += 1
         for other in others:
-            # "Supersedes" only on a later day: files ingested together (a mount's first pass, a
-            # rebuild) differ by milliseconds of arrival, which says nothing about which is newer.
+            # "Supersedes" only on a later day that both files state: files ingested together (a mount's
+            # first pass, a rebuild) differ by milliseconds of arrival, and an undated file delivered on a
+            # later day says nothing about which is newer either (the voice would follow arrival order).
             stand = (Stand.ADDS if own is None else Stand.AGREES if other.stance == own.stance
-                     else Stand.SUPERSEDES if other.timestamp[:10] > own.timestamp[:10] else Stand.DISPUTES)
+                     else Stand.SUPERSEDES if other.stated and own.stated and other.timestamp[:10] > own.timestamp[:10]
+                     else Stand.DISPUTES)
             voices.append(Voice(stand, texts.get(aid, ""), other.text, source_name(other.source), other.timestamp[:10],
                                 other.stated))
     # A claim of this file that a later revision supersedes (ADR 0009): the revision says what holds now,

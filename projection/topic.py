@@ -28,7 +28,7 @@ class Stand(enum.Enum):
 
     AGREES = "agrees"  # states the same claim
     DISPUTES = "disputes"  # states the opposite or another value, on the same day or earlier
-    SUPERSEDES = "supersedes"  # states the opposite or another value, on a later day than this file
+    SUPERSEDES = "supersedes"  # states the opposite or another value, on a later day than this file (both stated)
     ADDS = "adds"  # a claim about this subject this file does not make
 
 

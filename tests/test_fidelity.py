@@ -139,6 +139,39 @@ def test_through_the_mount_subfolders_and_other_files_stay_readable(tmp_path):
 
 
 @requires_fuse
+def test_through_the_mount_a_folder_from_a_user_we_had_not_met_reads_as_written(tmp_path):
+    """blind10, through a real mount: a Notepad UTF-16 note reads as its characters, notes named with
+    spaces and emoji stay indexed where the author's index links them, a paste with NUL bytes (refused,
+    with its reason in the log) and a Thai note in a subfolder read back byte for byte."""
+    slot = tmp_path / "memory"
+    index = ("# Memory\n\n- [Printer](printer.md) — saved by Notepad\n- [Plan](<release plan.md>) — the plan\n"
+             "- [Launch](🚀 launch.md) — launch steps\n- [Paste](paste.md) — a bad paste\n")
+    utf16 = note("printer", "- The label printer is on `print01`, port 9100.\r\n").replace("\n", "\r\n")
+    host = {"MEMORY.md": index.encode(), "printer.md": b"\xff\xfe" + utf16.encode("utf-16-le"),
+            "release plan.md": note("plan", "- Ship the beta in May.\n").encode(),
+            "🚀 launch.md": note("launch", "- Tag, then announce.\n").encode(),
+            "paste.md": b"- Queue alert at 500 jobs.\n- \x00\x01 a bad paste\n",
+            "topics/ข้อมูล.md": "- เซิร์ฟเวอร์ทดสอบใช้พอร์ต 3000\n".encode()}
+    for name, data in host.items():
+        (slot / name).parent.mkdir(parents=True, exist_ok=True)
+        (slot / name).write_bytes(data)
+    Ontology(tmp_path / "K", "notes", create=True).close()
+    mount(tmp_path / "K", "notes", slot, state_dir=tmp_path / "state")
+    try:
+        def cat(name: str) -> bytes:
+            return subprocess.run(["cat", str(slot / name)], capture_output=True, timeout=30, check=True).stdout
+
+        memory = cat("MEMORY.md").decode()
+        assert index.rstrip("\n") in memory
+        assert "release plan.md" not in memory.replace("<release plan.md>", "") and memory.count("🚀 launch.md") == 1
+        assert cat("printer.md").decode().startswith(utf16.replace("\r\n", "\n"))
+        for name in ("paste.md", "topics/ข้อมูล.md"):
+            assert cat(name) == host[name], name
+    finally:
+        unmount(slot, tmp_path / "state")
+
+
+@requires_fuse
 def test_through_the_mount_a_symlinked_index_or_note_is_the_same_link(tmp_path):
     """A dotfiles setup links MEMORY.md and notes from a repository. Links are never ingested (one may
     reach any file), so the mount showed a generated index instead of the author's and no note at all.

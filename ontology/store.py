@@ -459,6 +459,7 @@ class GraphWriter:
                 "WHERE kind='summary' AND assertion_id IS NOT NULL ORDER BY rowid")] \
                 if any(s.kind == "marker" and s.extra for s in said) else []
             pairs = timeline.file_updates(said, summaries)
+            self._stale_lines(said)
             for summary, hook in timeline.hook_revisions(said):  # no summary: the linked file is not here
                 old_text, new_text, line = (hook.extra.split("\n", 2) + ["", ""])[:3]
                 self.record_update(hook.source, self._last_artifact(hook.source), hook.value,
@@ -472,6 +473,20 @@ class GraphWriter:
             self.record_update(newer.source, self._last_artifact(newer.source), rule.value, newer.assertion,
                                older.text, newer.text, older_id=older.assertion, older_source_id=older.source,
                                subject=subject, date=newer.date)
+
+    def _stale_lines(self, said: list[Said]) -> None:
+        """An index line that echoes its file's description where both still state the old value of a
+        revision the file records is stale: the revising statement supersedes it (`supersede:index`,
+        shown as "now says" in MEMORY.md; ADR 0009, "Session 10")."""
+        summary = next((s for s in said if s.kind == "summary" and s.assertion is not None), None)
+        if summary is None:
+            return
+        for line in (s for s in said if s.kind == timeline.LINE):
+            found = supersession.stale_line(self.conn, summary.source, summary.text, line.text, line.date)
+            if found is not None:
+                self.record_update(summary.source, self._last_artifact(summary.source), timeline.Rule.INDEX.value,
+                                   found.newer_id, line.text, found.new_text, older_source_id=line.source,
+                                   subject=FILE_SUBJECT + str(summary.owner), date=found.date)
 
     def _last_artifact(self, source_id: int) -> int:
         return self.conn.execute("SELECT current_artifact FROM sources WHERE id=?", (source_id,)).fetchone()[0]
@@ -712,4 +727,7 @@ def _timed_rows(source_id: int, extraction: Extraction, statement_ids: list[int]
         for revision in hook.revisions:  # recorded against the linked file's summary (`_supersede`)
             rows.append((FILE_SUBJECT + hook.target, timeline.REVISION, supersession.rule_name(revision.rule), None, 0,
                          source_id, None, hook.target, hook.text, 1, f"{revision.old}\n{revision.new}\n{hook.line}"))
+        if not hook.revisions:  # read against the file's own value revisions (`_supersede`)
+            rows.append((FILE_SUBJECT + hook.target, timeline.LINE, "", timeline.statement_date(hook.text), 0,
+                         source_id, None, hook.target, hook.text, 1, ""))
     return rows

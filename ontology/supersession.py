@@ -15,8 +15,11 @@ import re
 import sqlite3
 from dataclasses import dataclass
 
-from ontology.normalize import proposition
+from ontology.normalize import STOPWORDS, proposition
 from ontology.revisions import RevisionRule, revisions, specific_value
+from ontology.tokens import fold, words as split_words
+
+LINK_TARGET_RE = re.compile(r"\]\([^)]*\)")  # a markdown link's target: the file name is not the line's words
 
 SELF_PREFIX = "revision:"  # rows a statement records about itself
 CROSS_PREFIX = "old-value:"  # rows where another source's claim states a revision's old value
@@ -225,3 +228,43 @@ def matches(conn: sqlite3.Connection, source_id: int) -> list[Match]:
                 if rev.core in text and (found := _match(rev, older_id, source_id, text, ts, stance)) is not None:
                     out.append(found)
     return out
+
+
+@dataclass(frozen=True)
+class StaleLine:
+    """An index line that still states the old value of a revision its own linked file records."""
+
+    newer_id: int  # the file's revising statement
+    new_text: str
+    date: str | None  # the day the revising statement states
+
+
+def _content(text: str, drop: set[str]) -> set[str]:
+    """Content words: not a stopword, a number or one of `drop`; an ASCII word of 4 letters or more
+    (short function words the stopword lists lack, "via", "per", "der", are no echo)."""
+    return {tok for tok, is_word in split_words(fold(text)) if len(tok) >= (4 if tok.isascii() else 2)
+            and not tok[0].isdigit() and (not is_word or tok not in STOPWORDS) and tok not in drop}
+
+
+def stale_line(conn: sqlite3.Connection, file_source: int, description: str, line: str,
+               line_date: str | None) -> StaleLine | None:
+    """Whether an index line about a file (its title and hook) is stale beside a value revision the file
+    records ("outbound mail via Acme Relay" beside the file's "… through Acme Direct (current setup, not
+    Relay)"):
+    the line states the old value by the tests a claim of another file meets (whole words, not the new
+    value too, a specific name beside the value in both, not itself a revision or denial, stated
+    plainly), echoes the file's description (a content word in common besides the value and its names:
+    a line about something else that names the old value, "status page alerts also sent via Acme Relay",
+    is not stale), and is not dated after the revision. Only the line's own file counts (ADR 0009,
+    "Session 10")."""
+    prop = proposition(line)
+    stance = 1 if prop is None or prop.polarity > 0 else -1
+    for rev in _revisions(conn, "u.source_id = ?", (file_source,)):
+        if (line_date is not None and (rev.date or rev.day) and line_date[:10] > (rev.date or rev.day)[:10]) \
+                or not _states(line, stance, rev.core) or not _supersedes(rev, line):
+            continue
+        drop = {tok for tok, _ in split_words(fold(rev.core))} | {
+            tok for name in rev.names for tok, _ in split_words(name)}
+        if _content(LINK_TARGET_RE.sub("]", line), drop) & _content(description, drop):
+            return StaleLine(rev.newer_id, rev.text, rev.date)
+    return None

@@ -508,7 +508,7 @@ class Rule(enum.Enum):
 class Said:
     """One row of the index of time-varying things sources said (the store's `timed_facts`)."""
 
-    kind: str  # a FactKind value, or "summary" / "marker" / "link" / REVISION for file-level rows
+    kind: str  # a FactKind value, or "summary" / "marker" / "link" / REVISION / LINE for file-level rows
     value: str
     date: str | None
     upgrade: bool
@@ -524,6 +524,7 @@ FILE_SUBJECT = "file:"
 IDENTIFIER_SUBJECT = "ident:"
 REMOVED, IN_USE = "removed", "in_use"
 REVISION = "revision"  # an index line's self-stated revision: value is its rule, extra "old\nnew\nline"
+LINE = "line"  # an index line about a file (title and hook), read against the file's own revisions
 
 
 def identifier_facts(stances: tuple[tuple[str, int], ...], text: str) -> tuple[Fact, ...]:

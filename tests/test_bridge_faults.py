@@ -9,7 +9,6 @@ from __future__ import annotations
 import signal
 import socket
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -22,20 +21,15 @@ from support.fuse_helpers import requires_fuse, start_passthrough, unmount
 from support.server_proc import ServerProcess, free_port
 
 MEMORY = FIXTURES / "corpus" / "memory" / "testing-real-db.md"
-# Liveness bound for a whole subprocess (interpreter start included), far above the 300 ms budget
-# and far below "hung": a regression to blocking I/O would wait forever here.
-PROMPT_S = 5.0
+# A hang guard, not a timing goal (timing is bench.hook's): a hook or CLI call that blocked on a
+# backend that never answers would wait forever, and run_bounded fails it after this long. Load
+# cannot reach it; the give-up itself is shown by the reason the hook records (below).
+HANG_GUARD_S = 60.0
 
 
 @pytest.fixture
 def bridge(tmp_path: Path) -> BridgeEnv:
     return BridgeEnv(tmp_path).setup()
-
-
-def _timed(fn):  # type: ignore[no-untyped-def]
-    start = time.monotonic()
-    result = fn()
-    return result, time.monotonic() - start
 
 
 def _write_memory(bridge: BridgeEnv) -> Path:
@@ -44,11 +38,13 @@ def _write_memory(bridge: BridgeEnv) -> Path:
     return path
 
 
-def _assert_absent_then_outbox(bridge: BridgeEnv, env: dict[str, str] | None = None) -> None:
-    status, took = _timed(lambda: bridge.status(env))
-    assert status["state"] == "inactive" and took < PROMPT_S, (status, took)
-    result, took = _timed(lambda: bridge.hook(bridge.post_tool_use(_write_memory(bridge)), env=env))
-    assert (result.returncode, result.stdout) == (0, b"") and took < PROMPT_S
+def _assert_absent_then_outbox(bridge: BridgeEnv, gave_up: str, env: dict[str, str] | None = None) -> None:
+    """The backend reads as absent for the reason `gave_up` names, and the hook returns on its own,
+    silent, with the entry kept in the outbox for later."""
+    status = bridge.status(env)
+    assert status["state"] == "inactive" and gave_up in str(status["reason"]), status["reason"]
+    result = bridge.hook(bridge.post_tool_use(_write_memory(bridge)), env=env, timeout=HANG_GUARD_S)
+    assert (result.returncode, result.stdout) == (0, b"")
     assert [p.name.split(".", 3)[3] for p in drops(bridge.outbox)] == ["testing-real-db.md"]
 
 
@@ -61,7 +57,7 @@ def test_orphaned_fuse_mount_reads_as_absent_and_outbox_drains_when_back(bridge,
         assert bridge.status()["state"] == "active"
         daemon.send_signal(signal.SIGKILL)
         daemon.wait(10)
-        _assert_absent_then_outbox(bridge)  # ENOTCONN on the orphaned mount
+        _assert_absent_then_outbox(bridge, "no drop directory")  # ENOTCONN on the orphaned mount
         unmount(bridge.root)
         daemon = start_passthrough(backing, bridge.root)  # backend back
         assert bridge.cli("flush").returncode == 0
@@ -79,7 +75,7 @@ def test_hung_fuse_mount_reads_as_absent_and_outbox_drains_when_back(bridge, tmp
     try:
         assert bridge.cli("activate").returncode == 0
         flag.write_text("block every operation")
-        _assert_absent_then_outbox(bridge)
+        _assert_absent_then_outbox(bridge, "did not answer within")
         flag.unlink()  # backend answers again
         assert bridge.cli("flush").returncode == 0
         assert [p.read_bytes() for p in drops(bridge.ingest)] == [MEMORY.read_bytes()]
@@ -127,7 +123,8 @@ def test_http_backend_that_never_answers_reads_as_absent_and_outbox_drains_when_
         assert bridge.status(env)["transport"] == "http"
     silent = SilentServer(port)
     try:
-        _assert_absent_then_outbox(bridge, env)
+        _assert_absent_then_outbox(bridge, "backend unreachable: no answer within", env)
+        assert silent.held  # it connected, and nothing but its own give-up ended the wait
     finally:
         silent.close()
     with ServerProcess(server_root, port=port):

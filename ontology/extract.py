@@ -259,6 +259,10 @@ def _relations(src: str, text: str) -> list[Relation]:
     return [r for r in rels if r.dst != src]
 
 
+# Memory restates its lines file after file, and a memory file's description is read twice (as its first
+# claim and as its summary): the same line gives the same (immutable) pair, so it is read once. 4,096 lines
+# hold the repetitive corpus's recurring statements and slot facts (`fact_proposition` is not cached itself).
+@lru_cache(maxsize=4096)
 def _statement_from_line(line: str) -> tuple[str, Proposition] | None:
     """One bullet or sentence to (display text, proposition); facts are read as "key is value"."""
     line = strip_bullet(line)

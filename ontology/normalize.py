@@ -178,7 +178,9 @@ def _segment(text: str) -> tuple[list[str], list[str], int, Lang]:
     if polarity * word_polarity > 0 and has_unread_negation(lang, folded, [t for t, is_word in pieces if is_word]):
         kept.append(NEGATION_CUE)  # a negation we cannot read: never the near-duplicate of its opposite
         # (one we read already says it: "❌ Never force-push" is "Never force-push")
-    return kept, [t for t in kept if not has_unspaced(t)], polarity * word_polarity, lang
+    # Every unspaced script lies outside ASCII (NEGATION_CUE is no unspaced character either).
+    words = kept[:] if folded.isascii() else [t for t in kept if not has_unspaced(t)]
+    return kept, words, polarity * word_polarity, lang
 
 
 def content_key(text: str) -> str:

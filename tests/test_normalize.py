@@ -94,6 +94,31 @@ def test_a_restated_statement_is_normalized_once():
     assert proposition(text + " again") is not first
 
 
+def test_a_restated_line_is_read_once():
+    """A memory file's description is read as its first claim and as its summary, and memory restates its
+    lines file after file: a line's (display text, proposition) is read once and shared (both immutable)."""
+    from ontology.extract import _statement_from_line
+
+    line = "- **Deploys** run from the release branch: after the nightly checks"
+    first = _statement_from_line(line)
+    assert first is not None and _statement_from_line(line) is first
+    assert first[0] == "Deploys run from the release branch: after the nightly checks"
+    assert _statement_from_line(line + " pass") is not first
+
+
+@given(st.lists(st.sampled_from(["deploy", " ", "never", "don't", "東京", "กา", "不要", "kein", "ไม่", "❌",
+                                 "~~x~~", "é", "'", "no", "longer", "-", "."]), max_size=30))
+@settings(max_examples=300, deadline=None)
+def test_the_words_of_a_segment_are_its_spaced_tokens(parts):
+    """`_segment`'s words are its tokens that are no bigram of a script written without spaces; ASCII text
+    has none, and is not scanned for them."""
+    from ontology.normalize import _segment
+    from ontology.tokens import has_unspaced
+
+    tokens_, words, _, _ = _segment("".join(parts))
+    assert words == [t for t in tokens_ if not has_unspaced(t)]
+
+
 # A differential oracle for the linear piece scanner: the pattern's own `finditer`, fine on short text.
 _PIECE_ALPHABET = ["a", "bc", "12", "-", ".", "/", "\\", "~", "_", " ", ":", "'", "=", "é", "東京", "กา", "ि",
                    "md", ".py", "..", "~/", "v1.2.3", "x_y", "(", "\u0301"]

@@ -150,6 +150,16 @@ def strip_negation(lang: Lang, words: list[str]) -> tuple[list[str], int]:
         return kept, (-1 if len(kept) != len(words) else 1)
     negators = _NEGATORS.get(lang, _EN_ONLY if lang is Lang.UNKNOWN else frozenset())
     english = lang in (Lang.EN, Lang.UNKNOWN)
+    # Most statements negate nothing: no negator, no "no" (longer), no word holding "n't". Then every word
+    # is kept as `_stripped` keeps it (a Python step per word, for every statement).
+    if english and "no" not in words and negators.isdisjoint(words) and "n't" not in "".join(words):
+        return [word.replace("'", "") for word in words], 1
+    return _stripped(lang, words, negators)
+
+
+def _stripped(lang: Lang, words: list[str], negators: frozenset[str]) -> tuple[list[str], int]:
+    """`strip_negation` for a Latin-script language, word by word."""
+    english = lang in (Lang.EN, Lang.UNKNOWN)
     polarity, kept, i = 1, [], 0
     while i < len(words):
         word = words[i]

@@ -38,6 +38,11 @@ _PIECE_NO_PATH_RE = re.compile(
     r"|(?P<num>\d+(?:[.:/\-]\d+)+)"
     rf"|(?P<word>[^\W{_UNSPACED}]+(?:'[^\W{_UNSPACED}]+)?)"
     r"|(?P<eq>=)")
+# The same two patterns without their named groups: for ASCII text (no unspaced run can occur) `findall`
+# gives each piece's text without building a match object per token.
+_PIECE_FLAT_RE = re.compile(re.sub(r"\(\?P<\w+>", "(?:", _PIECE_RE.pattern))
+_PIECE_NO_PATH_FLAT_RE = re.compile(re.sub(r"\(\?P<\w+>", "(?:", _PIECE_NO_PATH_RE.pattern))
+assert _PIECE_FLAT_RE.groups == _PIECE_NO_PATH_FLAT_RE.groups == 0
 _PATH_CHARS = frozenset("/\\.")
 # The path branch fails at each start inside a long run with no path ("a-a-a-…b.", 4 KB in 4 s): the
 # engine scans the rest of the run again from every word in it. Text with no run of this many non-space
@@ -150,6 +155,8 @@ def words(text: str) -> list[tuple[str, bool]]:
         for group, start, end in _pieces(text):
             out.extend(((gram, False) for gram in bigrams(text[start:end])) if group == "run" else ((text[start:end], True),))
         return out
+    if text.isascii():  # no unspaced run: every piece is a word
+        return [(piece, True) for piece in (_PIECE_FLAT_RE if pieces is _PIECE_RE else _PIECE_NO_PATH_FLAT_RE).findall(text)]
     for m in pieces.finditer(text):
         if m.lastgroup == "run":
             out.extend((gram, False) for gram in bigrams(m.group()))

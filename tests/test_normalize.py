@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ontology.language import Lang
 from ontology.normalize import fact_proposition, proposition
 from ontology.tokens import tokens
 
@@ -117,6 +118,35 @@ def test_the_words_of_a_segment_are_its_spaced_tokens(parts):
 
     tokens_, words, _, _ = _segment("".join(parts))
     assert words == [t for t in tokens_ if not has_unspaced(t)]
+
+
+@given(st.sampled_from(list(Lang)), st.lists(st.sampled_from(
+    ["no", "longer", "not", "never", "don't", "won't", "isn't", "it's", "'", "nicht", "pas", "ne", "n'", "ya", "nunca",
+     "deploy", "cache", "x_y", "v1.2", "nor", "avoid", "non", "longer's", "no's", "an't"]), max_size=12))
+@settings(max_examples=500, deadline=None)
+def test_negation_is_stripped_as_word_by_word(lang, words):
+    """`strip_negation`'s shortcut for statements that negate nothing gives what the word-by-word reading
+    gives, in every language."""
+    from ontology import language
+
+    negators = language._NEGATORS.get(lang, language._EN_ONLY if lang is Lang.UNKNOWN else frozenset())
+    if lang not in (Lang.ZH, Lang.JA, Lang.KO):
+        assert language.strip_negation(lang, words) == language._stripped(lang, words, negators)
+
+
+@given(st.lists(st.sampled_from(["a", "bc", "12", "-", ".", "/", "\\", "~", "_", " ", ":", "'", "=", "md", ".py",
+                                 "..", "~/", "v1.2.3", "x_y", "(", "é", "東京"]), max_size=60))
+@settings(max_examples=400, deadline=None)
+def test_the_words_of_ascii_text_are_the_pattern_pieces(parts):
+    """`words`' shortcut for ASCII text (one `findall`) gives the pieces `finditer` gives."""
+    from ontology import tokens as tok
+
+    text = "".join(parts)
+    pieces = tok._PIECE_RE if not tok._PATH_CHARS.isdisjoint(text) else tok._PIECE_NO_PATH_RE
+    expected = []
+    for m in pieces.finditer(text):
+        expected += [(g, False) for g in tok.bigrams(m.group())] if m.lastgroup == "run" else [(m.group(), True)]
+    assert tok.words(text) == expected
 
 
 # A differential oracle for the linear piece scanner: the pattern's own `finditer`, fine on short text.

@@ -83,9 +83,9 @@ def is_link_list(line: str) -> bool:
     """A line that is mostly links or wikilinks (optionally after "Related:"/"相关："): relations."""
     text = strip_bullet(line).strip()
     links = _LINK_RE.findall(text)
-    lead = _LINK_LEAD_RE.match(text)
-    if not links and not lead:
+    if not links:  # a lead alone ("See also:") lists no link
         return False
+    lead = _LINK_LEAD_RE.match(text)
     rest = _LINK_RE.sub(" ", text[lead.end():] if lead and lead.end() else text)
     prose = _LINK_FILLER_RE.sub("", rest)
     if lead and lead.end() and links:

@@ -136,9 +136,11 @@ def has_unread_negation(lang: Lang, folded: str, words: list[str]) -> bool:
         return any(cue in folded for cue in _JA_CUES)
     if lang is Lang.KO:
         return any(w in _KO_WORDS or "없" in w or w.startswith(_KO_PREFIXES) for w in words)
+    if folded.isascii():  # its words are ASCII: no suffix or unspaced cue to look for
+        return not _UNREAD_NEGATORS.isdisjoint(words)
     if any(w in _UNREAD_NEGATORS or (not w.isascii() and _UNREAD_SUFFIX_RE.search(w)) for w in words):
         return True
-    return not folded.isascii() and any(cue in folded for cue in _UNREAD_UNSPACED)
+    return any(cue in folded for cue in _UNREAD_UNSPACED)
 
 
 def strip_negation(lang: Lang, words: list[str]) -> tuple[list[str], int]:
@@ -152,8 +154,12 @@ def strip_negation(lang: Lang, words: list[str]) -> tuple[list[str], int]:
     english = lang in (Lang.EN, Lang.UNKNOWN)
     # Most statements negate nothing: no negator, no "no" (longer), no word holding "n't". Then every word
     # is kept as `_stripped` keeps it (a Python step per word, for every statement).
-    if english and "no" not in words and negators.isdisjoint(words) and "n't" not in "".join(words):
-        return [word.replace("'", "") for word in words], 1
+    if english and "no" not in words and negators.isdisjoint(words):
+        joined = "".join(words)
+        if "'" not in joined:
+            return words[:], 1
+        if "n't" not in joined:
+            return [word.replace("'", "") for word in words], 1
     return _stripped(lang, words, negators)
 
 

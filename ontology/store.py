@@ -46,6 +46,13 @@ class Applied:
     touched: int  # assertions re-weighed
 
 
+def _many(conn: sqlite3.Connection, sql: str, rows: list[tuple[object, ...]]) -> None:
+    """`executemany`, skipped when there are no rows: an empty call still looks its statement up and
+    resets it, and a single POST makes about ten of them (apply11)."""
+    if rows:
+        conn.executemany(sql, rows)
+
+
 def normalize_ts(value: str | None, fallback: str) -> str:
     """An ISO timestamp in UTC with fixed width, so that string order is time order."""
     for candidate in (value, fallback):
@@ -192,9 +199,11 @@ class GraphWriter:
         kind = source_kind(artifact)
         conn.execute("INSERT OR IGNORE INTO sources(identity, kind, reliability) VALUES(?,?,?)",
                      (artifact.source_identity, kind.value, RELIABILITY[kind]))
-        source_id, current_ts, deleted_at = conn.execute(
-            "SELECT id, current_ts, deleted_at FROM sources WHERE identity=?", (artifact.source_identity,)).fetchone()
-        version = conn.execute("SELECT count(*) + 1 FROM artifacts WHERE source_id=?", (source_id,)).fetchone()[0]
+        # The source's row and its next version number in one statement (apply11: each statement is
+        # ~5-10 µs of a single POST's fixed cost whatever it reads).
+        source_id, current_ts, deleted_at, version = conn.execute(
+            "SELECT id, current_ts, deleted_at, (SELECT count(*) + 1 FROM artifacts WHERE source_id=sources.id) "
+            "FROM sources WHERE identity=?", (artifact.source_identity,)).fetchone()
         artifact_id = conn.execute(
             "INSERT INTO artifacts(sha256, source_id, filename, kind, channel, version, timestamp, received_at, notes)"
             " VALUES(?,?,?,?,?,?,?,?,?)",
@@ -320,9 +329,10 @@ class GraphWriter:
         observed: dict[int, tuple[int, str]] = {}
         identifiers: dict[str, tuple[int, str, int]] = {}
         statement_ids: list[int] = []
+        known = self._assertion_ids([statement.proposition.key for statement in extraction.statements])
         for statement in extraction.statements:
             concept_id = self._resolve_concept(statement, extraction, ts)
-            assertion_id = self._assertion_for(statement, concept_id, ts)
+            assertion_id = self._assertion_for(statement, concept_id, ts, known)
             statement_ids.append(assertion_id)
             observed[assertion_id] = (statement.proposition.polarity, statement.text)  # last word wins
             for ident, stance in statement.identifiers:  # a removal outweighs the source's own mentions
@@ -333,7 +343,7 @@ class GraphWriter:
             derived, others = self._identifier_stances(source_id, artifact_id, identifiers, ts,
                                                        additive=artifact.kind is Kind.LEDGER)
             observed.update(derived)
-        conn.executemany("INSERT INTO stance_history(assertion_id, source_id, artifact_id, stance, text, timestamp)"
+        _many(conn, "INSERT INTO stance_history(assertion_id, source_id, artifact_id, stance, text, timestamp)"
                          " VALUES(?,?,?,?,?,?)", [(assertion_id, source_id, artifact_id, stance, text, ts)
                                                   for assertion_id, (stance, text) in observed.items()])
 
@@ -348,7 +358,7 @@ class GraphWriter:
                          (artifact_id, ts, source_id))
             if artifact.kind is not Kind.LEDGER:
                 conn.execute("DELETE FROM relations WHERE source_id=?", (source_id,))
-            conn.executemany("INSERT OR IGNORE INTO relations(src, dst, kind, source_id) VALUES(?,?,?,?)",
+            _many(conn, "INSERT OR IGNORE INTO relations(src, dst, kind, source_id) VALUES(?,?,?,?)",
                              [(r.src, r.dst, r.kind, source_id) for r in extraction.relations])
             if artifact.kind in (Kind.MEMORY, Kind.MEMORY_INDEX):
                 self._keep_memory_file(artifact, extraction, source_id, artifact_id, ts)
@@ -379,7 +389,7 @@ class GraphWriter:
                 if ident not in new or row[0] < new[ident][0]:
                     new[ident] = row
         conn.execute("DELETE FROM identifier_stances WHERE source_id=?", (source_id,))
-        conn.executemany("INSERT INTO identifier_stances(ident, source_id, stance, artifact_id, concept_id, text)"
+        _many(conn, "INSERT INTO identifier_stances(ident, source_id, stance, artifact_id, concept_id, text)"
                          " VALUES(?,?,?,?,?,?)", [(ident, source_id, stance, artifact_id, concept_id, text)
                                                   for ident, (stance, text, concept_id) in sorted(new.items())])
         own: dict[int, tuple[int, str]] = {}
@@ -433,7 +443,7 @@ class GraphWriter:
         if not additive:
             conn.execute("DELETE FROM timed_facts WHERE source_id=?", (source_id,))
         rows = _timed_rows(source_id, extraction, statement_ids, owner) if extraction is not None else []
-        conn.executemany("INSERT INTO timed_facts(subject, kind, value, date, upgrade, source_id, assertion_id, owner, "
+        _many(conn, "INSERT INTO timed_facts(subject, kind, value, date, upgrade, source_id, assertion_id, owner, "
                          "text, hook, extra) VALUES(?,?,?,?,?,?,?,?,?,?,?)", rows)
         subjects.update(r[0] for r in rows)
         summaries = [r[2] for r in before if r[1] == "summary"] + [str(r[10]) for r in rows if r[1] == "summary"]
@@ -550,15 +560,28 @@ class GraphWriter:
                     ConceptDecl(statement.concept, statement.concept, "section", authoritative=False))
         return self._upsert_concept(decl, ts)
 
-    def _assertion_for(self, statement: Statement, concept_id: int, ts: str) -> int:
-        """Find the assertion this statement restates (exact key, else near-duplicate), or create it."""
-        conn, prop = self.conn, statement.proposition
-        row = conn.execute("SELECT id FROM assertions WHERE key=?", (prop.key,)).fetchone()
-        assertion_id, keys = (row[0], None) if row is not None else self.near.find(prop, statement.text)
+    def _assertion_ids(self, keys: list[str]) -> dict[str, int]:
+        """The stored assertions of these keys, read in one statement, not one per statement of the
+        artifact (apply11); `_assertion_for` adds the ones it creates, so a key stated twice in one
+        artifact finds the assertion its first statement made, as a lookup per statement did."""
+        found: dict[str, int] = {}
+        for marks, chunk in in_chunks(sorted(set(keys))):
+            found.update(self.conn.execute(f"SELECT key, id FROM assertion_rows WHERE key IN ({marks})", chunk))
+        return found
+
+    def _assertion_for(self, statement: Statement, concept_id: int, ts: str, known: dict[str, int]) -> int:
+        """Find the assertion this statement restates (exact key, looked up in `known`, else
+        near-duplicate), or create it (and add it to `known`)."""
+        prop = statement.proposition
+        assertion_id = known.get(prop.key)
+        keys = None
+        if assertion_id is None:
+            assertion_id, keys = self.near.find(prop, statement.text)
         if assertion_id is None:
             assertion_id = self._insert_assertion(concept_id, prop.key, statement.text, prop.polarity,
                                                   " ".join(sorted(prop.tokens)), len(prop.tokens), prop.slot,
                                                   prop.value, ts)
+            known[prop.key] = assertion_id
             self.near.add(assertion_id, keys)
             self._index_assertion(assertion_id, statement.text, replace=False)
             return assertion_id
@@ -578,9 +601,9 @@ class GraphWriter:
     def _maybe_move_owner(self, assertion_id: int, concept_id: int, statement: Statement) -> None:
         """A memory file's own statement re-anchors an assertion first heard in a ledger or document."""
         conn = self.conn
-        owner_type = conn.execute("SELECT c.type FROM assertions a JOIN concepts c ON c.id=a.concept_id "
-                                  "WHERE a.id=?", (assertion_id,)).fetchone()[0]
-        new_type = conn.execute("SELECT type FROM concepts WHERE id=?", (concept_id,)).fetchone()[0]
+        owner_type, new_type = conn.execute(
+            "SELECT c.type, (SELECT type FROM concepts WHERE id=?) FROM assertion_rows a JOIN concepts c "
+            "ON c.id=a.concept_id WHERE a.id=?", (concept_id, assertion_id)).fetchone()
         if _owner_rank(new_type) > _owner_rank(owner_type):
             conn.execute("UPDATE assertion_rows SET concept_id=?, text=? WHERE id=?",
                          (concept_id, statement.text, assertion_id))
@@ -617,12 +640,12 @@ class GraphWriter:
         self._move_aggregates(aggregate.delta(before, after, memory=aggregate.is_memory_kind(kind)), weight_units(reliability))
 
         withdrawn = sorted(a for a, change in changes.items() if change is None and a in before)
-        conn.executemany("DELETE FROM stances WHERE assertion_id=? AND source_id=?",
+        _many(conn, "DELETE FROM stances WHERE assertion_id=? AND source_id=?",
                          [(assertion_id, source_id) for assertion_id in withdrawn])
-        conn.executemany("INSERT INTO stance_history(assertion_id, source_id, artifact_id, stance, text, timestamp)"
+        _many(conn, "INSERT INTO stance_history(assertion_id, source_id, artifact_id, stance, text, timestamp)"
                          " VALUES(?,?,?,0,'',?)", [(assertion_id, source_id, artifact_id, ts)
                                                    for assertion_id in withdrawn])
-        conn.executemany("INSERT OR REPLACE INTO stances(assertion_id, source_id, stance, artifact_id, text)"
+        _many(conn, "INSERT OR REPLACE INTO stances(assertion_id, source_id, stance, artifact_id, text)"
                          " VALUES(?,?,?,?,?)", [(assertion_id, source_id, change[0], artifact_id, change[1])
                                                 for assertion_id, change in changes.items() if change is not None])
         return {a for a in changes if (before[a].stance if a in before else None) !=
@@ -650,16 +673,16 @@ class GraphWriter:
             else:
                 raise AssertionError(f"unhandled term {term}")
         conn = self.conn
-        conn.executemany(
+        _many(conn, 
             "UPDATE verdicts SET w_pos=w_pos+?, n_pos=n_pos+?, w_neg=w_neg+?, n_neg=n_neg+?, w_cross=w_cross+?, "
             "n_cross=n_cross+? WHERE assertion_id=?",
             [(p * units, p, n * units, n, c * units, c, aid) for aid, (p, n, c) in sorted(per_assertion.items())])
-        conn.executemany("INSERT INTO slots(slot, w_claim, n_claim) VALUES(?,?,?) ON CONFLICT(slot) DO UPDATE "
+        _many(conn, "INSERT INTO slots(slot, w_claim, n_claim) VALUES(?,?,?) ON CONFLICT(slot) DO UPDATE "
                          "SET w_claim=w_claim+excluded.w_claim, n_claim=n_claim+excluded.n_claim", slots)
-        conn.executemany("INSERT INTO slot_values(slot, value, w_only, n_only) VALUES(?,?,?,?) ON CONFLICT(slot, value)"
+        _many(conn, "INSERT INTO slot_values(slot, value, w_only, n_only) VALUES(?,?,?,?) ON CONFLICT(slot, value)"
                          " DO UPDATE SET w_only=w_only+excluded.w_only, n_only=n_only+excluded.n_only", values)
-        conn.executemany("DELETE FROM slots WHERE slot=? AND n_claim=0", [(r[0],) for r in slots if r[2] < 0])
-        conn.executemany("DELETE FROM slot_values WHERE slot=? AND value=? AND n_only=0",
+        _many(conn, "DELETE FROM slots WHERE slot=? AND n_claim=0", [(r[0],) for r in slots if r[2] < 0])
+        _many(conn, "DELETE FROM slot_values WHERE slot=? AND value=? AND n_only=0",
                          [r[:2] for r in values if r[3] < 0])
 
     def _reweigh(self, assertion_ids: set[int], ts: str) -> None:
@@ -685,9 +708,9 @@ class GraphWriter:
         # SQLite rewrites an index entry whenever its column is SET, even to the value it holds: most
         # re-weighs keep the label, and leaving `status` out of their UPDATE spares the status index
         # (5.7 of a repetitive single POST's 56 WAL pages; ADR 0007, "Session 7").
-        conn.executemany("UPDATE verdicts SET status=?, belief=?, plausibility=?, conflict=?, n_for=?, "
+        _many(conn, "UPDATE verdicts SET status=?, belief=?, plausibility=?, conflict=?, n_for=?, "
                          "n_against=?, updated_at=max(updated_at, ?) WHERE slot=? AND assertion_id=?", relabelled)
-        conn.executemany("UPDATE verdicts SET belief=?, plausibility=?, conflict=?, n_for=?, "
+        _many(conn, "UPDATE verdicts SET belief=?, plausibility=?, conflict=?, n_for=?, "
                          "n_against=?, updated_at=max(updated_at, ?) WHERE slot=? AND assertion_id=?", same_label)
 
 

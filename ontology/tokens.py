@@ -38,11 +38,19 @@ _PIECE_NO_PATH_RE = re.compile(
     r"|(?P<num>\d+(?:[.:/\-]\d+)+)"
     rf"|(?P<word>[^\W{_UNSPACED}]+(?:'[^\W{_UNSPACED}]+)?)"
     r"|(?P<eq>=)")
-# The same two patterns without their named groups: for ASCII text (no unspaced run can occur) `findall`
-# gives each piece's text without building a match object per token.
-_PIECE_FLAT_RE = re.compile(re.sub(r"\(\?P<\w+>", "(?:", _PIECE_RE.pattern))
-_PIECE_NO_PATH_FLAT_RE = re.compile(re.sub(r"\(\?P<\w+>", "(?:", _PIECE_NO_PATH_RE.pattern))
-assert _PIECE_FLAT_RE.groups == _PIECE_NO_PATH_FLAT_RE.groups == 0
+
+
+def _ascii_pieces(pattern: str) -> re.Pattern[str]:
+    """`pattern` for ASCII text, where `findall` gives each piece's text without a match object per token:
+    no named groups, no unspaced run (no ASCII character is one) and `\\w` for `_W` (the same on ASCII).
+    ASCII-only, it compiles in 0.3 ms instead of ~10 ms for each Unicode one, at every process start."""
+    flat = re.sub(r"\(\?P<\w+>", "(?:", pattern).replace(f"(?:[{_UNSPACED}]+)|", "", 1).replace(_W, r"\w")
+    assert flat.isascii()
+    return re.compile(flat)
+
+
+_PIECE_FLAT_RE = _ascii_pieces(_PIECE_RE.pattern)
+_PIECE_NO_PATH_FLAT_RE = _ascii_pieces(_PIECE_NO_PATH_RE.pattern)
 _PATH_CHARS = frozenset("/\\.")
 # The path branch fails at each start inside a long run with no path ("a-a-a-…b.", 4 KB in 4 s): the
 # engine scans the rest of the run again from every word in it. Text with no run of this many non-space

@@ -249,7 +249,7 @@ class GraphWriter:
         the timed_facts index (`_supersede` replaces those per subject). Returns False for a row already
         recorded. Updates are history, not stances: the evidence aggregates and labels never read them.
         `newer_id` is None only for a revision the index states with no claim behind it; `line` is then
-        that index line verbatim. `date` is the day the newer side states (its own, its section's or its
+        that index line verbatim, as it is for a stale index line (`supersede:index`: the one line marked). `date` is the day the newer side states (its own, its section's or its
         file's), None when it states none: what a reader is shown beside the update, never when it arrived."""
         conn = self.conn
         # Per subject: one pair superseded for two subjects is two rows, so that re-deriving one subject
@@ -261,7 +261,7 @@ class GraphWriter:
         conn.execute("INSERT INTO updates(source_id, artifact_id, newer_id, older_id, older_source_id, rule, "
                      "old_text, new_text, subject, line, date) VALUES(?,?,?,?,?,?,?,?,?,?,?)",
                      (source_id, artifact_id, newer_id, older_id, older_source_id, rule, old_text, new_text, subject,
-                      line if newer_id is None else None, date))
+                      line if newer_id is None or rule == timeline.Rule.INDEX.value else None, date))
         return True
 
     def clear_updates(self, source_id: int, *, keep_own: bool = False) -> None:
@@ -496,7 +496,8 @@ class GraphWriter:
             if found is not None:
                 self.record_update(summary.source, self._last_artifact(summary.source), timeline.Rule.INDEX.value,
                                    found.newer_id, line.text, found.new_text, older_source_id=line.source,
-                                   subject=FILE_SUBJECT + str(summary.owner), date=found.date)
+                                   subject=FILE_SUBJECT + str(summary.owner), line=line.extra or None,
+                                   date=found.date)
 
     def _last_artifact(self, source_id: int) -> int:
         return self.conn.execute("SELECT current_artifact FROM sources WHERE id=?", (source_id,)).fetchone()[0]
@@ -750,7 +751,7 @@ def _timed_rows(source_id: int, extraction: Extraction, statement_ids: list[int]
         for revision in hook.revisions:  # recorded against the linked file's summary (`_supersede`)
             rows.append((FILE_SUBJECT + hook.target, timeline.REVISION, supersession.rule_name(revision.rule), None, 0,
                          source_id, None, hook.target, hook.text, 1, f"{revision.old}\n{revision.new}\n{hook.line}"))
-        if not hook.revisions:  # read against the file's own value revisions (`_supersede`)
+        if not hook.revisions:  # read against the file's own value revisions (`_supersede`); extra: the line
             rows.append((FILE_SUBJECT + hook.target, timeline.LINE, "", timeline.statement_date(hook.text), 0,
-                         source_id, None, hook.target, hook.text, 1, ""))
+                         source_id, None, hook.target, hook.text, 1, hook.line))
     return rows

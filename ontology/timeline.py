@@ -524,7 +524,7 @@ FILE_SUBJECT = "file:"
 IDENTIFIER_SUBJECT = "ident:"
 REMOVED, IN_USE = "removed", "in_use"
 REVISION = "revision"  # an index line's self-stated revision: value is its rule, extra "old\nnew\nline"
-LINE = "line"  # an index line about a file (title and hook), read against the file's own revisions
+LINE = "line"  # an index line about a file (title and hook), read against the file's own revisions; extra: the line
 
 
 def identifier_facts(stances: tuple[tuple[str, int], ...], text: str) -> tuple[Fact, ...]:

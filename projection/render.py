@@ -74,6 +74,9 @@ class MemorySnapshot:
     disputed: list[DisputedLine] = field(default_factory=list)  # real disputes, most conflicted first
     host_index: str | None = None  # the newest MEMORY.md the host wrote, verbatim
     indexed: dict[str, ConceptLine] = field(default_factory=dict)  # file name an index line links -> its concept
+    # (file name, index line stripped) -> the marks of that one line, where they are not its concept's
+    # ("now says" goes on the line that states the old value only).
+    line_marks: dict[tuple[str, str], str] = field(default_factory=dict)
     # How many there are in all, when the lists above were cut to what a MEMORY.md could ever show.
     concepts_total: int | None = None
     disputed_total: int | None = None
@@ -275,12 +278,14 @@ def _entry_lines(block: Block, snap: MemorySnapshot) -> tuple[str, ...]:
     that links several files names the file each mark is about."""
     if block.kind is not BlockKind.ENTRY:
         return block.lines
-    marked = [c for c in (snap.indexed.get(t) for t in block.targets) if c is not None and c.marks]
+    line = block.lines[0].strip()
+    marked = [(c, snap.line_marks.get((t, line), c.marks)) for t in block.targets
+              if (c := snap.indexed.get(t)) is not None]
+    marked = [(c, m) for c, m in marked if m]
     if not marked:
         return block.lines
     several = len(block.targets) > 1
-    marks = " · ".join(c.marks if not several or c.marks.startswith(c.file) else f"{c.file}: {c.marks}"
-                       for c in marked)
+    marks = " · ".join(m if not several or m.startswith(c.file) else f"{c.file}: {m}" for c, m in marked)
     return (block.lines[0] + _marks(marks), *block.lines[1:])
 
 

@@ -75,14 +75,15 @@ def _marks(affirmed: int, contested: int, contradicted: int) -> str:
     return " · ".join(p for p in parts if p)
 
 
-def _now_says(conn: sqlite3.Connection) -> dict[str, str]:
-    """Concept key -> what its file says now, for each index line that file supersedes (a later status,
-    count or value than the line states: ADR 0009, "Index lines"); the newest statement wins."""
-    out: dict[str, str] = {}
-    for key, text in conn.execute(
-            """SELECT c.key, u.new_text FROM updates u JOIN assertions a ON a.id = u.newer_id
+def _now_says(conn: sqlite3.Connection) -> dict[str, dict[str | None, str]]:
+    """Concept key -> the index line its file supersedes (a later status, count or value than the line
+    states: ADR 0009, "Index lines"), verbatim, -> what the file says now; the newest statement wins.
+    The line is None in a graph written before lines were kept: every line linking the file then."""
+    out: dict[str, dict[str | None, str]] = {}
+    for key, line, text in conn.execute(
+            """SELECT c.key, u.line, u.new_text FROM updates u JOIN assertions a ON a.id = u.newer_id
                JOIN concepts c ON c.id = a.concept_id WHERE u.rule = 'supersede:index' ORDER BY u.id"""):
-        out[key] = text
+        out.setdefault(key, {})[line.strip() if line else None] = text
     return out
 
 
@@ -135,14 +136,19 @@ def memory_snapshot(conn: sqlite3.Connection, ontology: str, limit: int = MAX_LI
                     # restating a claim (a cross-reference's blurb, a boilerplate note) is no confirmation,
                     # and a count the agent cannot trace to a claim tells it nothing (ADR 0005).
                     indexed[target] = line(files[name], confirmed=False)
-    # The author's line stays verbatim; where the linked file states a later value, the mark says what
-    # it says now instead of counting confirmations of a line that is out of date.
+    # The author's line stays verbatim; where the linked file states a later value, the mark on the line
+    # that states the old one says what the file says now. Another line linking the same file ("Owners:
+    # [Mail](mail.md) — Dana") states nothing out of date and keeps its own marks (judge11).
     now_says = _now_says(conn) if indexed else {}
+    line_marks: dict[tuple[str, str], str] = {}
     for target, c in list(indexed.items()):
-        if c.key in now_says:
-            disputed = [m for m in c.marks.split(" · ") if m.endswith("disputed")]
-            said = f"{c.file} now says “{clip(now_says[c.key], NOW_SAYS_CHARS)}”"
-            indexed[target] = dataclasses.replace(c, marks=" · ".join([said, *disputed]))
+        disputed = [m for m in c.marks.split(" · ") if m.endswith("disputed")]
+        for stale, text in now_says.get(c.key, {}).items():
+            marks = " · ".join([f"{c.file} now says “{clip(text, NOW_SAYS_CHARS)}”", *disputed])
+            if stale is None:
+                indexed[target] = dataclasses.replace(c, marks=marks)
+            else:
+                line_marks[(target, stale)] = marks
     linked = {c.key for c in indexed.values()}
     ranked = [s.key for s in rank([ConceptStats(r[0], float(r[5]), degree.get(r[0], 0), r[3])
                                    for r in by_key.values()]) if s.key not in linked]
@@ -173,7 +179,8 @@ def memory_snapshot(conn: sqlite3.Connection, ontology: str, limit: int = MAX_LI
     generated = max((r[3] for r in rows), default="")
     return MemorySnapshot(ontology, generated, {"concepts": len(rows) - forgotten, "assertions": sum(by_status.values()),
                                                 **by_status}, ordered, disputed,
-                          host_index=index, indexed=indexed, concepts_total=len(ranked), disputed_total=n_disputed)
+                          host_index=index, indexed=indexed, line_marks=line_marks, concepts_total=len(ranked),
+                          disputed_total=n_disputed)
 
 
 _ORDER = {Stand.SUPERSEDES: 0, Stand.DISPUTES: 1, Stand.AGREES: 2, Stand.ADDS: 3}

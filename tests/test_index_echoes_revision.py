@@ -2,7 +2,9 @@
 the file now says, in MEMORY.md (ADR 0009, "Session 10"). Our own trap folder
 (tests/fixtures/traps/index_echoes_revision/): two stale lines (en, de) and three that must stay
 silent (a line about another file, a line dated after the revision, a line that states the new value);
-a line about something else of the same file that names the old value stays silent too."""
+a line about something else of the same file that names the old value stays silent too, and so does a
+second line linking the stale line's file that states nothing out of date (judge11: every line linking
+the file was marked)."""
 
 from __future__ import annotations
 

@@ -172,9 +172,18 @@ def _marks(marks: str) -> str:
     return f"{MARK_OPEN}{marks}⟩" if marks else ""
 
 
+def _link_destination(name: str) -> str:
+    """A file name as a link destination a Markdown reader follows: one with a space, a parenthesis or an
+    angle bracket goes in `<…>` (CommonMark), its angle brackets escaped; `[x](release notes.md)` links
+    nothing (judge11), and the index parser reads both forms (hostindex.link_targets)."""
+    if not any(c.isspace() or c in "()<>" for c in name):
+        return name
+    return "<" + name.replace("<", "\\<").replace(">", "\\>") + ">"
+
+
 def _concept_line(c: ConceptLine) -> str:
     gist = f" — {c.gist}" if c.gist else ""
-    return clip(f"- [{c.title}]({c.file}){gist}") + _marks(c.marks)
+    return clip(f"- [{c.title}]({_link_destination(c.file)}){gist}") + _marks(c.marks)
 
 
 def _disputed_line(d: DisputedLine) -> str:

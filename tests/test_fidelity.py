@@ -80,6 +80,29 @@ def test_an_index_link_to_a_name_with_spaces_or_parentheses_is_in_the_index(tmp_
         assert name not in added, name
 
 
+def test_a_file_added_under_not_in_the_index_is_linked_so_a_markdown_reader_follows_it(tmp_path):
+    """A file the index does not link is listed with a link a Markdown reader resolves to that very file:
+    `[x](sprint notes.md)` is no link at all (CommonMark ends a bare destination at the space), so a name
+    with a space or a parenthesis goes in `<…>`; copied back into the index, the line still indexes it."""
+    from urllib.parse import unquote
+
+    from markdown_it import MarkdownIt
+
+    files = {"MEMORY.md": "# Index\n\n- [Deploys](deploys.md) — Fridays only\n",
+             "deploys.md": note("deploys", "Deploys happen on Fridays.\n"),
+             "sprint notes.md": note("sprint", "The retro is on the last Thursday of the sprint.\n"),
+             "budget (draft).md": note("budget", "The cloud budget is reviewed every quarter.\n")}
+    memory = project(tmp_path, files).read("MEMORY.md").decode()
+    added = memory.split("## Also in the knowledge graph (not in the index), ranked", 1)[1]
+    tokens = [t for block in MarkdownIt().parse(added) for t in (block.children or [])]
+    followed = {unquote(str(t.attrs["href"])) for t in tokens if t.type == "link_open"}
+    assert {"sprint notes.md", "budget (draft).md"} <= followed, added
+    lines = [line for line in added.splitlines() if line.startswith("- [")]
+    reindexed = {**files, "MEMORY.md": files["MEMORY.md"] + "\n".join(lines) + "\n"}
+    again = project(tmp_path / "again", reindexed).read("MEMORY.md").decode()
+    assert "## Also in the knowledge graph (not in the index)" not in again
+
+
 def test_a_mark_on_a_line_that_links_several_files_names_the_file_it_is_about():
     index = "- [Tabs](habit_tabs.md) · [Reviews](habit_reviews.md)\n- [Deploys](deploys.md) — Fridays\n"
     indexed = {"habit_tabs.md": ConceptLine("habit_tabs", "habit_tabs.md", "Tabs", "", "project"),

@@ -16,7 +16,7 @@ class LineKind(enum.Enum):
     TEXT = "text"  # may state something
     HEADING = "heading"
     LABEL = "label"  # "**How to apply:**", "Why：", "Done items:"
-    LINK_LIST = "link list"  # "Related: [[a]], [[b]]", bare "[[a]] [[b]]": relations, not claims
+    LINK_LIST = "link list"  # "Related: [[a]], [[b]]", bare "[[a]] [[b]]", "- [[a]] — what a holds": relations
     FENCE = "fence"  # opens or closes a code block or a $$ block
     CODE = "code"  # inside a fence, an indented block, or a command line
     FORMULA = "formula"
@@ -94,6 +94,21 @@ def is_link_list(line: str) -> bool:
         after = text[label.end():]
         return len(_LINK_FILLER_RE.sub("", _NOTE_LINK_RE.sub(" ", after))) < 4
     return bool(links) and len(prose) < 4
+
+
+_POINTER_SEPARATOR_RE = re.compile(r"\s*(?:[-\u2013\u2014]+|[:：])\s*\S")
+
+
+def is_note_pointer(line: str) -> bool:
+    """A list item that opens with a link to another note and says what that note holds ("- [[deploy-notes]]
+    — how deploys run", a "Related" section): the other note's own words say it, as an index line's hook
+    does in MEMORY.md. A relation, not a claim: two notes pointing at a third agreed with each other, and
+    a reader learned nothing from it (judge11)."""
+    if not BULLET_RE.match(line):
+        return False
+    text = strip_bullet(line)
+    link = _NOTE_LINK_RE.match(text)
+    return link is not None and _POINTER_SEPARATOR_RE.match(text, link.end()) is not None
 
 
 def is_formula(line: str) -> bool:
@@ -181,7 +196,7 @@ class LineClassifier:
             return LineKind.TEXT
         if is_formula(stripped):
             return LineKind.FORMULA
-        if is_link_list(stripped):
+        if is_link_list(stripped) or is_note_pointer(stripped):
             return LineKind.LINK_LIST
         if label_of(stripped) is not None:
             return LineKind.LABEL

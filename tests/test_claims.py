@@ -39,6 +39,26 @@ def test_link_lists_are_relations_not_claims(onto):
     assert {"cache-layer", "ledger-export", "pricing-service"} <= targets
 
 
+def test_a_list_item_pointing_at_another_note_is_a_relation_not_a_claim(onto):
+    """ "- [[ledger-export]] — nightly CSV export…" in a Related section says what another note holds, as an
+    index line's hook does: two notes pointing at the same note "agreed" with each other and the reader
+    learned nothing (judge11). The link is still a relation; a sentence that links mid-way is still a claim,
+    and a fact both notes state still agrees."""
+    from projection.snapshot import memory_topic
+
+    claims = _ingest(onto, "pointers")
+    assert not any("nightly CSV export" in text or "thresholds that hold" in text for text in claims), list(claims)
+    assert claims["Refunds over 500 EUR need a second approver"].n_for == 2
+    assert any(text.startswith("A refund reaches the card within five working days") for text in claims)
+    with onto.reader() as conn:
+        for name in ("project_payments.md", "project_refunds.md"):
+            topic = memory_topic(conn, name)
+            assert topic is not None and [v.said for v in topic.voices] == \
+                ["Refunds over 500 EUR need a second approver"], topic.voices
+        targets = {r[0] for r in conn.execute("SELECT dst FROM relations WHERE src LIKE '%refunds'")}
+    assert "ledger-export" in targets and any("fraud" in t for t in targets), targets
+
+
 def test_an_elaboration_agrees_with_the_value_it_elaborates(onto):
     claims = _ingest(onto, "elaboration")
     assert not _disputed(claims), _disputed(claims)

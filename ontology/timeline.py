@@ -681,10 +681,19 @@ def _speaks_of(summary: str, hook: str) -> bool:
     return not _content_words(summary).isdisjoint(_content_words(hook))
 
 
+def _without_name(text: str, key: str | None) -> str:
+    """`text` without the linked file's own name ("see [[player-cube-placeholder]]" names the file, it
+    says nothing of what the file says was replaced)."""
+    parts = [re.escape(p) for p in re.split(r"[-_\s]+", key or "") if p]
+    return re.sub(r"[-_\s]*".join(parts), " ", text, flags=re.IGNORECASE) if parts else text
+
+
 def file_updates(said: list[Said], summaries: list[Said]) -> list[tuple[Said, Said, Rule]]:
     """(newer, older, rule) for one file: an index line that says it is pending while its own
     description says done; claims elsewhere that link it as current when it is marked HISTORICAL or
-    SUPERSEDED; and a SUPERSEDED file's summary, by the successor it names. `summaries` are every
+    SUPERSEDED and speak of what its summary says was replaced (a content word besides the link: "Dana
+    owns the export; background in [[old-plan]]" is not superseded by the old plan's replacement,
+    judge11); and a SUPERSEDED file's summary, by the successor it names. `summaries` are every
     file's summary (for the successor)."""
     summary = next((s for s in said if s.kind == "summary" and s.assertion is not None), None)
     out: list[tuple[Said, Said, Rule]] = []
@@ -704,7 +713,8 @@ def file_updates(said: list[Said], summaries: list[Said]) -> list[tuple[Said, Sa
     current = summary if own_marker else successor
     if current is not None:
         for link in said:
-            if link.kind == "link" and link.owner != owner and link.assertion is not None:
+            if link.kind == "link" and link.owner != owner and link.assertion is not None \
+                    and _speaks_of(current.text, _without_name(link.text, owner)):
                 out.append((current, link, Rule.HISTORICAL_LINK))
     if successor is not None and summary is not None:
         out.append((successor, summary, Rule.SUCCESSOR))

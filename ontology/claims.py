@@ -23,6 +23,7 @@ class LineKind(enum.Enum):
     TABLE = "table"
     COMMENT = "comment"
     BLANK = "blank"
+    TODO = "todo"  # an open task box ("- [ ] Switch writes"), with its wrapped lines: to do, not a fact
 
 
 NOT_CLAIMS = frozenset(LineKind) - {LineKind.TEXT}
@@ -32,6 +33,9 @@ _SENTENCE_ENDS = tuple(".!?:;。！？：；")
 
 # Markdown shapes shared by extraction and display text (one definition each).
 BULLET_RE = re.compile(r"^\s*(?:[-*+\u2022]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")  # list marker, task box
+# An open task box says the thing is still to do: "- [ ] Status page live" beside "- [x] Status page live"
+# of a later session is no agreement, and a plan's open items are no facts (blind11).
+_OPEN_TASK_RE = re.compile(r"^\s*(?:[-*+\u2022]|\d+[.)])\s+\[ \](?:\s|$)")
 WIKILINK_RE = re.compile(r"\[\[([^\]|#]+)(?:[#|]([^\]]*))?\]\]")  # target, alias
 MD_LINK_RE = re.compile(r"!?\[([^\]]*)\]\(([^)\s]*)[^)]*\)")  # title, target
 _HEADING_RE = re.compile(r"^\s{0,3}#{1,6}(?:\s|$)")
@@ -132,10 +136,12 @@ class LineClassifier:
         self._in_comment = False  # inside a multi-line HTML comment (`<!--` … `-->` on a later line)
         self._open_sentence = False  # the line before was prose cut at a wrap column, mid-sentence
         self._label_item = False  # the line before was a list item holding only a label ("- Deploy target:")
+        self._in_task = False  # inside an open task item: its indented lines go on with it
 
     def classify(self, raw: str) -> LineKind:
         kind = self._classify(raw)
         if kind is not LineKind.BLANK:
+            self._in_task = kind is LineKind.TODO
             self._in_list = kind is LineKind.TEXT and (BULLET_RE.match(raw) is not None or
                                                        ((self._in_list or self._label_item) and raw[:1] in (" ", "\t")))
         self._blank_before = kind is LineKind.BLANK
@@ -180,6 +186,8 @@ class LineClassifier:
         if indented and self._blank_before and not self._in_list and not BULLET_RE.match(line):
             self._in_indented_code = True
             return LineKind.CODE
+        if _OPEN_TASK_RE.match(line) or (self._in_task and line[:1] in (" ", "\t") and not BULLET_RE.match(line)):
+            return LineKind.TODO
         if _HEADING_RE.match(line):
             return LineKind.HEADING
         if stripped.startswith("|"):

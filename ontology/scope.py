@@ -78,6 +78,21 @@ def specific(subject: str) -> bool:
     return any(w[:1].isupper() and w.lower() not in _OPENERS for w in re.findall(r"[^\W\d_]+", rest))
 
 
+_KEY_VALUE_RE = re.compile(r"^[*_]*(?P<key>[^:：`]{1,40}?)[*_]*\s*[:：][*_]*\s+\S")
+_KEY_WORDS = 4
+# A value that names an artifact (a code span, a path, a URL) is about that artifact wherever it is said.
+_ARTIFACT_VALUE_RE = re.compile(r"`[^`]+`|\w/\w|/\w|\w\.(?:md|py|ts|js|json|ya?ml|toml|sh|sql|csv)\b|https?://")
+
+
+def own_subject_fact(text: str) -> bool:
+    """Whether `text` is a `Key: value` line whose key names no specific thing and whose value names no
+    artifact ("Owner: search team", "Replicas in prod: 2"): a memory file states it of that file's own
+    subject, so two files that say the same words of two services agree on nothing (blind11)."""
+    m = _KEY_VALUE_RE.match(text.strip())
+    return m is not None and len(m.group("key").split()) <= _KEY_WORDS and not specific(m.group("key")) \
+        and _ARTIFACT_VALUE_RE.search(text, m.end("key")) is None
+
+
 def scoped_slot(prop: Proposition, text: str, section: str | None, memory: bool) -> Proposition:
     """The proposition with the slot it fills: none for a question, a placeholder, a conditional value or
     an example's verdict; a generic subject's slot marked `~` (a memory file's value there implies no

@@ -17,6 +17,7 @@ from urllib.parse import unquote
 
 from ontology import queries
 from ontology.schema import in_chunks
+from ontology.scope import own_subject_fact
 from projection.hostindex import parse_index
 from projection.rank import ConceptStats, rank
 from projection.render import MAX_LINES, RULE_TYPES, ConceptLine, DisputedLine, MemorySnapshot, clip
@@ -267,6 +268,9 @@ def _memory_topic(filename: str, key: str, text: str, identity: str, ids: set[in
             stand = (Stand.ADDS if own is None else Stand.AGREES if other.stance == own.stance
                      else Stand.SUPERSEDES if other.stated and own.stated and other.timestamp[:10] > own.timestamp[:10]
                      else Stand.DISPUTES)
+            if stand is Stand.AGREES and other.source.startswith("memory:") and own_subject_fact(own.text) \
+                    and own_subject_fact(other.text):
+                continue  # "Owner: search team" in two services' files: each file's own subject (blind11)
             voices.append(Voice(stand, texts.get(aid, ""), other.text, source_name(other.source), other.timestamp[:10],
                                 other.stated))
     # A claim of this file that a later revision supersedes (ADR 0009): the revision says what holds now,

@@ -1,14 +1,19 @@
 """Content shapes of memory folders from users we had not met (blind11, ADR 0009): an open task box
-is a thing to do, not a fact."""
+is a thing to do, not a fact; a generic `Key: value` line several service files each state about
+their own service is no agreement; a folder of sixty such files reads as written through a real mount."""
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from pathlib import Path
 
+from conftest import FIXTURES
 from ontology.ingest import Ontology
-from projection.mount import ingest_host_files
+from projection.mount import ingest_host_files, mount, unmount
 from projection.topic import APPENDIX_MARKER
 from projection.view import ProjectionView
+from support.fuse_helpers import requires_fuse
 
 
 def _note(name: str, body: str) -> str:
@@ -49,3 +54,38 @@ def test_an_open_task_box_states_nothing_a_ticked_one_does(tmp_path):
         assert " agrees: " not in _appendix(view, "session_0612.md")
     finally:
         onto.close()
+
+
+def test_a_generic_key_each_service_file_states_of_its_own_service_is_no_agreement(tmp_path):
+    """"Owner: search team" and "Replicas in prod: 2" in the files of three services are three facts about
+    three services; a claim that names its thing (the `orders` topic) still agrees across the files."""
+    shared = "- The `orders` Kafka topic is partitioned by customer id.\n"
+    onto, view = _view(tmp_path, {
+        f"project_svc_{name}.md": _note(f"svc-{name}", f"- Owner: search team\n- Replicas in prod: 2\n"
+                                                       f"- Port: {port}\n{shared}")
+        for name, port in (("plover", 7001), ("snipe", 7002), ("stint", 7003))})
+    try:
+        for name in ("plover", "snipe", "stint"):
+            appendix = _appendix(view, f"project_svc_{name}.md")
+            assert "agrees: “The `orders` Kafka topic" in appendix, appendix
+            assert "Owner" not in appendix and "Replicas" not in appendix, appendix
+    finally:
+        onto.close()
+
+
+@requires_fuse
+def test_through_the_mount_sixty_service_files_read_as_written(tmp_path):
+    """The sixty_topics trap folder through a real FUSE mount: every file starts with the author's text
+    byte for byte, no service's appendix lists the others' per-service values, the index is the author's."""
+    slot = tmp_path / "memory"
+    shutil.copytree(FIXTURES / "traps" / "sixty_topics", slot)
+    host = {p.name: p.read_bytes() for p in slot.glob("*.md")}
+    Ontology(tmp_path / "K", "notes", create=True).close()
+    mount(tmp_path / "K", "notes", slot, state_dir=tmp_path / "state")
+    try:
+        for name, data in sorted(host.items()):
+            seen = subprocess.run(["cat", str(slot / name)], capture_output=True, timeout=30, check=True).stdout
+            assert data.rstrip(b"\n") in seen, name
+            assert b" agrees: " not in seen, (name, seen.decode()[-600:])
+    finally:
+        unmount(slot, tmp_path / "state")

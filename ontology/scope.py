@@ -78,8 +78,9 @@ def specific(subject: str) -> bool:
     return any(w[:1].isupper() and w.lower() not in _OPENERS for w in re.findall(r"[^\W\d_]+", rest))
 
 
-_KEY_VALUE_RE = re.compile(r"^[*_]*(?P<key>[^:：`]{1,40}?)[*_]*\s*[:：][*_]*\s+\S")
+_KEY_VALUE_RE = re.compile(r"^[*_]*(?P<key>[^:：`]{1,40}?)[*_]*\s*(?::[*_]*\s+|：[*_]*\s*)\S")
 _KEY_WORDS = 4
+_BARE_VALUE_WORDS = 1
 # A value that names an artifact (a code span, a path, a URL) is about that artifact wherever it is said.
 _ARTIFACT_VALUE_RE = re.compile(r"`[^`]+`|\w/\w|/\w|\w\.(?:md|py|ts|js|json|ya?ml|toml|sh|sql|csv)\b|https?://")
 
@@ -88,7 +89,10 @@ def own_subject_fact(text: str) -> bool:
     """Whether `text` is a `Key: value` line whose key names no specific thing and whose value names no
     artifact ("Owner: search team", "Replicas in prod: 2"): a memory file states it of that file's own
     subject, so two files that say the same words of two services agree on nothing (blind11)."""
-    m = _KEY_VALUE_RE.match(text.strip())
+    text = text.strip()
+    if len(text.split()) <= _BARE_VALUE_WORDS and ":" not in text and not specific(text):
+        return True  # the value left of "Status: active" once its generic key is dropped: "active"
+    m = _KEY_VALUE_RE.match(text)
     return m is not None and len(m.group("key").split()) <= _KEY_WORDS and not specific(m.group("key")) \
         and _ARTIFACT_VALUE_RE.search(text, m.end("key")) is None
 

@@ -38,6 +38,9 @@ def graph_version(conn: sqlite3.Connection, database: Path) -> tuple[int, int, i
     return int(last), int(count), inode
 
 
+_SERIES_RE = re.compile(r"[\d\s_.-]+")
+
+
 def source_name(identity: str) -> str:
     """A source as a reader knows it: the file name, `ledger <session>`, or the document's name."""
     kind, _, rest = identity.partition(":")
@@ -248,6 +251,12 @@ def _states_too(rows: Iterable[queries.EvidenceRow], identity: str, other: str) 
     return identity in stances and stances[identity] == stances.get(other)
 
 
+def _one_series(a: str, b: str) -> bool:
+    """Whether two file names differ only by their digits and separators: one subject's dated series
+    ("status_2026-04-01.md", "status_2026-04-08.md")."""
+    return _SERIES_RE.sub("", a.rsplit(".", 1)[0]) == _SERIES_RE.sub("", b.rsplit(".", 1)[0])
+
+
 def _memory_topic(filename: str, key: str, text: str, identity: str, ids: set[int], texts: dict[int, str],
                   evidence: dict[int, list[queries.EvidenceRow]], superseding: dict[int, list[queries.UpdateView]],
                   versions: list[tuple[int, str]], dropped: dict[str, int]) -> MemoryTopic:
@@ -269,8 +278,10 @@ def _memory_topic(filename: str, key: str, text: str, identity: str, ids: set[in
                      else Stand.SUPERSEDES if other.stated and own.stated and other.timestamp[:10] > own.timestamp[:10]
                      else Stand.DISPUTES)
             if stand is Stand.AGREES and other.source.startswith("memory:") and own_subject_fact(own.text) \
-                    and own_subject_fact(other.text):
-                continue  # "Owner: search team" in two services' files: each file's own subject (blind11)
+                    and own_subject_fact(other.text) and not _one_series(filename, other.filename):
+                # "Owner: search team" in two services' files is each file's own subject's (blind11); in a
+                # dated series of one subject ("status_2026-04-01.md", "status_2026-04-08.md") it agrees.
+                continue
             voices.append(Voice(stand, texts.get(aid, ""), other.text, source_name(other.source), other.timestamp[:10],
                                 other.stated))
     # A claim of this file that a later revision supersedes (ADR 0009): the revision says what holds now,

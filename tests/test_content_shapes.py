@@ -58,17 +58,23 @@ def test_an_open_task_box_states_nothing_a_ticked_one_does(tmp_path):
 
 def test_a_generic_key_each_service_file_states_of_its_own_service_is_no_agreement(tmp_path):
     """"Owner: search team", "Replicas in prod: 2", "负责人：搜索组" and "Status: active" in the files of three
-    services are facts about three services; a claim that names its thing (the `orders` topic) still agrees."""
+    services are facts about three services; a claim that names its thing (the `orders` topic), or the same
+    generic fact in two files of one dated series, still agrees."""
     shared = "- The `orders` Kafka topic is partitioned by customer id.\n"
     onto, view = _view(tmp_path, {
         f"project_svc_{name}.md": _note(f"svc-{name}", f"- Owner: search team\n- Replicas in prod: 2\n"
                                                        f"- 负责人：搜索组\n- Status: active\n- Port: {port}\n{shared}")
-        for name, port in (("plover", 7001), ("snipe", 7002), ("stint", 7003))})
+        for name, port in (("plover", 7001), ("snipe", 7002), ("stint", 7003))} | {
+        f"status_2026-04-0{day}.md": _note(f"status-{day}", "- Owner of the integration: Dana\n")
+        for day in (1, 8)})
     try:
+        # One subject's dated series: the same generic fact in two weeks' status files still agrees.
+        assert "agrees: “Owner of the integration: Dana”" in _appendix(view, "status_2026-04-01.md")
         for name in ("plover", "snipe", "stint"):
             appendix = _appendix(view, f"project_svc_{name}.md")
             assert "agrees: “The `orders` Kafka topic" in appendix, appendix
-            assert " agrees: " in appendix and all(word not in appendix for word in ("Owner", "Replicas", "负责人", "active")), appendix
+            assert " agrees: " in appendix, appendix
+            assert all(word not in appendix for word in ("Owner", "Replicas", "负责人", "active")), appendix
     finally:
         onto.close()
 

@@ -119,8 +119,8 @@ def test_a_file_no_other_source_speaks_to_is_shown_exactly_as_written(tmp_path):
     line without its newline too), and an appendix appears where another source does speak."""
     alone = note("queue-limits", "The job queue holds at most 500 jobs.\n\n| queue | limit |\n|---|---|\n| jobs | 500 |")
     view = project(tmp_path, {"queue_limits.md": alone,
-                              "db_a.md": note("db-a", "- Payment database: postgres\n"),
-                              "db_b.md": note("db-b", "- Payment database: postgres\n")})
+                              "db_a.md": note("db-a", "- The payment service keeps its ledger in Postgres.\n"),
+                              "db_b.md": note("db-b", "- The payment service keeps its ledger in Postgres.\n")})
     assert view.read("queue_limits.md") == alone.encode()
     assert "kgbridge" in view.read("db_a.md").decode(), "db_b.md agrees: that is worth a line"
 

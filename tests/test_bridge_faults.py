@@ -38,11 +38,13 @@ def _write_memory(bridge: BridgeEnv) -> Path:
     return path
 
 
-def _assert_absent_then_outbox(bridge: BridgeEnv, gave_up: str, env: dict[str, str] | None = None) -> None:
-    """The backend reads as absent for the reason `gave_up` names, and the hook returns on its own,
+def _assert_absent_then_outbox(bridge: BridgeEnv, gave_up: str | tuple[str, ...],
+                               env: dict[str, str] | None = None) -> None:
+    """The backend reads as absent for a reason `gave_up` names, and the hook returns on its own,
     silent, with the entry kept in the outbox for later."""
     status = bridge.status(env)
-    assert status["state"] == "inactive" and gave_up in str(status["reason"]), status["reason"]
+    reasons = (gave_up,) if isinstance(gave_up, str) else gave_up
+    assert status["state"] == "inactive" and any(r in str(status["reason"]) for r in reasons), status["reason"]
     result = bridge.hook(bridge.post_tool_use(_write_memory(bridge)), env=env, timeout=HANG_GUARD_S)
     assert (result.returncode, result.stdout) == (0, b"")
     assert [p.name.split(".", 3)[3] for p in drops(bridge.outbox)] == ["testing-real-db.md"]
@@ -57,7 +59,9 @@ def test_orphaned_fuse_mount_reads_as_absent_and_outbox_drains_when_back(bridge,
         assert bridge.status()["state"] == "active"
         daemon.send_signal(signal.SIGKILL)
         daemon.wait(10)
-        _assert_absent_then_outbox(bridge, "no drop directory")  # ENOTCONN on the orphaned mount
+        # ENOTCONN on the orphaned mount: isdir fails, or the kernel's cached attributes answer it and
+        # the access check fails; either way the drop directory is unusable.
+        _assert_absent_then_outbox(bridge, ("no drop directory", "drop directory not writable"))
         unmount(bridge.root)
         daemon = start_passthrough(backing, bridge.root)  # backend back
         assert bridge.cli("flush").returncode == 0

@@ -482,7 +482,8 @@ class GraphWriter:
             assert newer.assertion is not None
             self.record_update(newer.source, self._last_artifact(newer.source), rule.value, newer.assertion,
                                older.text, newer.text, older_id=older.assertion, older_source_id=older.source,
-                               subject=subject, date=newer.date)
+                               subject=subject, line=older.extra if older.hook and older.extra else None,
+                               date=newer.date)
 
     def _stale_lines(self, said: list[Said]) -> None:
         """An index line that echoes its file's description where both still state the old value of a
@@ -741,13 +742,13 @@ def _timed_rows(source_id: int, extraction: Extraction, statement_ids: list[int]
     for hook in extraction.hooks:
         if hook.status is not None:
             rows.append((FILE_SUBJECT + hook.target, "status", hook.status.name.lower(), timeline.statement_date(hook.text),
-                         0, source_id, None, hook.target, hook.text, 1, ""))
+                         0, source_id, None, hook.target, hook.text, 1, hook.line))  # extra: the line, for its mark
         if hook.marker is not None:
             rows.append((FILE_SUBJECT + hook.target, "marker", hook.marker[0].value, None, 0, source_id, None,
                          hook.target, hook.text, 1, hook.marker[1] or ""))
         for fact in hook.facts:
             rows.append((fact.subject, fact.kind.value, fact.value, fact.date, int(fact.upgrade), source_id, None,
-                         hook.target, hook.text, 1, ""))
+                         hook.target, hook.text, 1, hook.line))
         for revision in hook.revisions:  # recorded against the linked file's summary (`_supersede`)
             rows.append((FILE_SUBJECT + hook.target, timeline.REVISION, supersession.rule_name(revision.rule), None, 0,
                          source_id, None, hook.target, hook.text, 1, f"{revision.old}\n{revision.new}\n{hook.line}"))

@@ -7,7 +7,6 @@ memory file is named by its own file name everywhere (`memory_files`); other con
 
 from __future__ import annotations
 
-import dataclasses
 import re
 import sqlite3
 import unicodedata
@@ -82,12 +81,16 @@ def _marks(affirmed: int, contested: int, contradicted: int) -> str:
 def _now_says(conn: sqlite3.Connection) -> dict[str, dict[str | None, str]]:
     """Concept key -> the index line its file supersedes (a later status, count or value than the line
     states: ADR 0009, "Index lines"), verbatim, -> what the file says now; the newest statement wins.
-    The line is None in a graph written before lines were kept: every line linking the file then."""
-    out: dict[str, dict[str | None, str]] = {}
+    A row without its line (a graph written before lines were kept, read before it is rebuilt: schema 26)
+    marks nothing: which of the lines linking the file is stale is not known, and marking all of them
+    tells the agent a current line is out of date (judge12)."""
+    out: dict[str, dict[str, str]] = {}
     for key, line, text in conn.execute(
             """SELECT c.key, u.line, u.new_text FROM updates u JOIN assertions a ON a.id = u.newer_id
-               JOIN concepts c ON c.id = a.concept_id WHERE u.rule = 'supersede:index' ORDER BY u.id"""):
-        out.setdefault(key, {})[line.strip() if line else None] = text
+               JOIN concepts c ON c.id = a.concept_id WHERE u.rule = 'supersede:index' AND u.line IS NOT NULL
+               ORDER BY u.id"""):
+        if line.strip():
+            out.setdefault(key, {})[line.strip()] = text
     return out
 
 
@@ -148,11 +151,7 @@ def memory_snapshot(conn: sqlite3.Connection, ontology: str, limit: int = MAX_LI
     for target, c in list(indexed.items()):
         disputed = [m for m in c.marks.split(" · ") if m.endswith("disputed")]
         for stale, text in now_says.get(c.key, {}).items():
-            marks = " · ".join([f"{c.file} now says “{clip(text, NOW_SAYS_CHARS)}”", *disputed])
-            if stale is None:
-                indexed[target] = dataclasses.replace(c, marks=marks)
-            else:
-                line_marks[(target, stale)] = marks
+            line_marks[(target, stale)] = " · ".join([f"{c.file} now says “{clip(text, NOW_SAYS_CHARS)}”", *disputed])
     linked = {c.key for c in indexed.values()}
     ranked = [s.key for s in rank([ConceptStats(r[0], float(r[5]), degree.get(r[0], 0), r[3])
                                    for r in by_key.values()]) if s.key not in linked]

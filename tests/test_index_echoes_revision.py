@@ -8,11 +8,13 @@ the file was marked)."""
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 from conftest import FIXTURES, graph_snapshot
 from ontology.artifact import Channel
 from ontology.ingest import Ontology
+from ontology.schema import connect
 from projection.render import render_memory
 from projection.snapshot import memory_snapshot
 
@@ -81,3 +83,27 @@ def test_a_line_about_something_else_that_names_the_old_value_is_not_stale(tmp_p
     assert stale == {"Mail — outbound mail via Corvid Relay, bounce reports weekly",
                      "Kunden-DB — Kunden-DB läuft auf Quarzit Cloud, nächtliche Sicherung"}
     onto.close()
+
+
+def test_a_graph_written_before_lines_were_kept_marks_only_the_stale_line_once_opened(tmp_path: Path):
+    """A graph of schema 25 (before judge11 kept the stale line) holds `supersede:index` rows without their
+    line, and its LINE rows without the line either, so re-ingesting the file alone cannot find it again:
+    MEMORY.md marked every line linking the revised file ("Mail contacts" too). Opened by this version,
+    the graph is rebuilt from the archive (schema 26) and only the stale line is marked; read before that
+    (a read-only connection), a row without its line marks nothing."""
+    onto = _ingest(tmp_path / "graph", sorted(FOLDER.glob("*.md")))
+    onto.close()
+    conn = sqlite3.connect(onto.paths.database)
+    with conn:  # what a graph written by session 11's predecessors holds
+        conn.execute("UPDATE updates SET line = NULL WHERE rule = 'supersede:index'")
+        conn.execute("UPDATE timed_facts SET extra = '' WHERE kind = 'line'")
+        conn.execute("UPDATE meta SET value = '25' WHERE key = 'schema_version'")
+    conn.close()
+    with connect(onto.paths.database, readonly=True) as old:
+        assert "now says" not in render_memory(memory_snapshot(old, "echo"))
+    reopened = Ontology(tmp_path / "graph", "echo")
+    assert _marks(reopened) == MARKED
+    with reopened.reader() as conn:
+        assert conn.execute("SELECT count(*) FROM updates WHERE rule = 'supersede:index' AND line IS NULL"
+                            ).fetchone()[0] == 0
+    reopened.close()

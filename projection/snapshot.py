@@ -11,7 +11,7 @@ import re
 import sqlite3
 import unicodedata
 from collections.abc import Iterable, Sequence
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from urllib.parse import unquote
 
 from ontology import queries
@@ -61,6 +61,11 @@ def host_index(conn: sqlite3.Connection) -> str | None:
     row = conn.execute("SELECT text FROM memory_files WHERE kind = 'memory_index' AND filename = ?",
                        (MEMORY_NAME,)).fetchone()
     return row[0] if row else None
+
+
+# A markdown file's name written anywhere in the index, as a word: what surrounds it (backticks, brackets,
+# quotes, emphasis, punctuation) is markup, a folder before it a path.
+_NAMED_RE = re.compile(r"[^\s`'\"()\[\]<>{}|,;:*]+\.md(?![\w.-])", re.IGNORECASE)
 
 
 def _loose(filename: str) -> str:
@@ -153,6 +158,11 @@ def memory_snapshot(conn: sqlite3.Connection, ontology: str, limit: int = MAX_LI
         for stale, text in now_says.get(c.key, {}).items():
             line_marks[(target, stale)] = " · ".join([f"{c.file} now says “{clip(text, NOW_SAYS_CHARS)}”", *disputed])
     linked = {c.key for c in indexed.values()}
+    if index is not None:
+        # A file the author names in the index in other markup (`scratch.md` in a code span, a bare name,
+        # a path) is in the index too: listing it "not in the index" contradicts the author (judge12).
+        named = {_loose(PurePosixPath(name).name) for name in _NAMED_RE.findall(index)}
+        linked |= {key for name, key in files.items() if _loose(name) in named}
     ranked = [s.key for s in rank([ConceptStats(r[0], float(r[5]), degree.get(r[0], 0), r[3])
                                    for r in by_key.values()]) if s.key not in linked]
     rules = [key for key in ranked if by_key[key][4] in RULE_TYPES]

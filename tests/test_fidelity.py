@@ -80,6 +80,27 @@ def test_an_index_link_to_a_name_with_spaces_or_parentheses_is_in_the_index(tmp_
         assert name not in added, name
 
 
+def test_a_file_the_index_names_without_a_link_is_in_the_index_not_an_addition(tmp_path):
+    """An author may name a file in the index without a Markdown link: in a code span ("kept out of the
+    list on purpose"), in bold, bare, or as a path. The file is in the index by the author's own words;
+    listing it under "not in the index" says otherwise (judge12). A name that only contains another
+    file's name (`old_drafts.md.bak`, `mydrafts.md`) names nothing."""
+    index = ("# Index\n\n- [Deploys](deploys.md) — Fridays only\n\n## Elsewhere\n"
+             "- loose ends go in `drafts.md`, deliberately unlisted\n- **Glossary.md** holds the team's words\n"
+             "- see memory/oncall_rota.md for the rota; old_inbox.md.bak is gone, myinbox.md too\n")
+    files = {"MEMORY.md": index, "deploys.md": note("deploys", "Deploys happen on Fridays.\n"),
+             "drafts.md": note("drafts", "Half-formed idea: cache the tariff table.\n"),
+             "glossary.md": note("glossary", "A berth is a parking slot for a ship.\n"),
+             "oncall_rota.md": note("rota", "The rota changes on Mondays.\n"),
+             "inbox.md": note("inbox", "Reply to the harbour office about the invoice.\n")}
+    memory = project(tmp_path, files).read("MEMORY.md").decode()
+    assert index.rstrip("\n") in memory
+    added = memory.split("## Also in the knowledge graph (not in the index), ranked", 1)[1]
+    assert "(inbox.md)" in added, added
+    for name in ("drafts.md", "glossary.md", "oncall_rota.md"):
+        assert name not in added, name
+
+
 def test_a_file_added_under_not_in_the_index_is_linked_so_a_markdown_reader_follows_it(tmp_path):
     """A file the index does not link is listed with a link a Markdown reader resolves to that very file:
     `[x](sprint notes.md)` is no link at all (CommonMark ends a bare destination at the space), so a name

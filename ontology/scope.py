@@ -93,8 +93,18 @@ def own_subject_fact(text: str) -> bool:
     if len(text.split()) <= _BARE_VALUE_WORDS and ":" not in text and not specific(text):
         return True  # the value left of "Status: active" once its generic key is dropped: "active"
     m = _KEY_VALUE_RE.match(text)
-    return m is not None and len(m.group("key").split()) <= _KEY_WORDS and not specific(m.group("key")) \
+    return m is not None and len(m.group("key").split()) <= _KEY_WORDS and not specific(_uncapitalised(m.group("key"))) \
         and _ARTIFACT_VALUE_RE.search(text, m.end("key")) is None
+
+
+def _uncapitalised(key: str) -> str:
+    """A key written in title case ("Primary Owner", "Replicas In Prod") in lower case: capitals on every
+    word are the key's style, not a name, so it is as generic as "Primary owner" (judge12). A key with a
+    word of another shape (an acronym, camelCase, a digit, `On-Call`) is kept as written."""
+    words = key.strip(" *_").split()
+    if words and all(w.isalpha() and w[1:].islower() and w[:1].isupper() for w in words):
+        return key.lower()
+    return key
 
 
 def scoped_slot(prop: Proposition, text: str, section: str | None, memory: bool) -> Proposition:

@@ -38,6 +38,9 @@ def graph_version(conn: sqlite3.Connection, database: Path) -> tuple[int, int, i
 
 
 _SERIES_RE = re.compile(r"[\d\s_.-]+")
+_CODE_SPAN_RE = re.compile(r"`([^`]+)`")
+_WORD_RE = re.compile(r"[^\W_]+")
+_INNER_CAPITAL_RE = re.compile(r"^.+[A-Z]")
 
 
 def source_name(identity: str) -> str:
@@ -260,6 +263,32 @@ def _states_too(rows: Iterable[queries.EvidenceRow], identity: str, other: str) 
     return identity in stances and stances[identity] == stances.get(other)
 
 
+def _identifiers(text: str) -> dict[str, set[str]]:
+    """Case-folded word -> its spellings, for the words of `text` that are names in code: inside a code
+    span, or in mixed case with a capital after the first letter (`secId`, `JSONPath`; not "API" in prose)."""
+    spans = set(_WORD_RE.findall(" ".join(_CODE_SPAN_RE.findall(text))))
+    out: dict[str, set[str]] = {}
+    for word in set(_WORD_RE.findall(text)):
+        if (_INNER_CAPITAL_RE.search(word) and word != word.upper()) or (word in spans and not word.isdigit()):
+            out.setdefault(word.casefold(), set()).add(word)
+    return out
+
+
+def _case_differs(a: str, b: str) -> bool:
+    """Whether two statements name a thing in code spelled differently only in case (`secId` in one,
+    `secID` in the other, neither spelling in both): to code they are two names, so the statements are
+    no agreement whatever else they share (judge12). Prose capitals ("Deploy" opening a sentence) are
+    no name."""
+    words_a, words_b = set(_WORD_RE.findall(a)), set(_WORD_RE.findall(b))
+    named_a, named_b = _identifiers(a), _identifiers(b)  # a name in code on either side
+    for folded in named_a.keys() | named_b.keys():
+        seen_a = {w for w in words_a if w.casefold() == folded}
+        seen_b = {w for w in words_b if w.casefold() == folded}
+        if seen_a and seen_b and seen_a.isdisjoint(seen_b):
+            return True
+    return False
+
+
 def _one_series(a: str, b: str) -> bool:
     """Whether two file names differ only by their digits and separators: one subject's dated series
     ("status_2026-04-01.md", "status_2026-04-08.md")."""
@@ -291,6 +320,8 @@ def _memory_topic(filename: str, key: str, text: str, identity: str, ids: set[in
                 # "Owner: search team" in two services' files is each file's own subject's (blind11); in a
                 # dated series of one subject ("status_2026-04-01.md", "status_2026-04-08.md") it agrees.
                 continue
+            if stand is Stand.AGREES and _case_differs(own.text, other.text):
+                continue  # `userId` and `userID` are two names for code: neither file confirms the other's
             voices.append(Voice(stand, texts.get(aid, ""), other.text, source_name(other.source), other.timestamp[:10],
                                 other.stated))
     # A claim of this file that a later revision supersedes (ADR 0009): the revision says what holds now,

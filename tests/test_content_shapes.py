@@ -79,6 +79,44 @@ def test_a_generic_key_each_service_file_states_of_its_own_service_is_no_agreeme
         onto.close()
 
 
+def test_a_title_case_generic_key_is_as_generic_as_its_lower_case(tmp_path):
+    """"Primary Owner: Dana Whitfield" and "Replicas In Prod: 2" in three services' files: capitals on every
+    word of a key are its style, not a name, so each file says it of its own service, as "Primary owner"
+    would (judge12). A key with a word of another shape ("Orders DB") names its thing and still agrees."""
+    onto, view = _view(tmp_path, {
+        f"project_svc_{name}.md": _note(f"svc-{name}", "- Primary Owner: Dana Whitfield\n- Replicas In Prod: 2\n"
+                                                       "- Orders DB: Postgres on the shared cluster\n")
+        for name in ("heron", "egret", "ibis")})
+    try:
+        for name in ("heron", "egret", "ibis"):
+            appendix = _appendix(view, f"project_svc_{name}.md")
+            assert "agrees: “Orders DB: Postgres on the shared cluster”" in appendix, appendix
+            assert "Primary Owner" not in appendix and "Replicas In Prod" not in appendix, appendix
+    finally:
+        onto.close()
+
+
+def test_names_in_code_that_differ_only_in_case_are_no_agreement(tmp_path):
+    """`sessionId` and `sessionID` are two names to the code that reads them: a file that writes one does
+    not confirm a file that writes the other, however alike the two lines are (judge12). The same line
+    with the same spelling still agrees, and a capital that opens a sentence is no name."""
+    onto, view = _view(tmp_path, {
+        "reference_cache.md": _note("cache", "- Session key file: `/srv/cache/sessionId` (TTL 3600)\n"
+                                             "- Deploy the cache before the API, never after\n"),
+        "reference_config.md": _note("config", "- Session key file: `/srv/cache/sessionID` (TTL 3600)\n"
+                                               "- deploy the cache before the API, never after\n"),
+        "reference_tokens.md": _note("tokens", "- Session key file: `/srv/cache/sessionId` (TTL 3600)\n")})
+    try:
+        cache = _appendix(view, "reference_cache.md")
+        config = _appendix(view, "reference_config.md")
+        assert "sessionID" not in cache and "sessionId" not in config, (cache, config)
+        assert "reference_tokens.md" in cache and "agrees: “Session key file: `/srv/cache/sessionId`" in \
+            _appendix(view, "reference_tokens.md")
+        assert "agrees: “deploy the cache before the API, never after”" in cache, cache
+    finally:
+        onto.close()
+
+
 @requires_fuse
 def test_through_the_mount_sixty_service_files_read_as_written(tmp_path):
     """The sixty_topics trap folder through a real FUSE mount: every file starts with the author's text

@@ -251,8 +251,13 @@ def memory_topics(conn: sqlite3.Connection, filenames: Sequence[str]) -> dict[st
     superseding: dict[int, list[queries.UpdateView]] = {}  # claim -> later revisions of it, in record order
     for update in queries.updates(conn, older=wanted):
         superseding.setdefault(update.older_id, []).append(update)  # type: ignore[arg-type]
+    # A revision its own file revised again ("installed 3.22 (not 3.16)", then "upgraded to 3.24" in the same
+    # file) is an intermediate version: (intermediate, later, file) pairs, so only the latest is shown.
+    revised = {(u.older_id, u.newer_id, u.source) for u in queries.updates(
+        conn, older={u.newer_id for us in superseding.values() for u in us if u.newer_id is not None})}
     return {name: _memory_topic(name, key, text, identity, own.get(source_id, set()) | about.get(key, set()),
-                                texts, evidence, superseding, versions.get(source_id, []), dropped.get(source_id, {}))
+                                texts, evidence, superseding, versions.get(source_id, []), dropped.get(source_id, {}),
+                                revised)
             for name, (key, source_id, text, identity) in files.items()}
 
 
@@ -297,7 +302,8 @@ def _one_series(a: str, b: str) -> bool:
 
 def _memory_topic(filename: str, key: str, text: str, identity: str, ids: set[int], texts: dict[int, str],
                   evidence: dict[int, list[queries.EvidenceRow]], superseding: dict[int, list[queries.UpdateView]],
-                  versions: list[tuple[int, str]], dropped: dict[str, int]) -> MemoryTopic:
+                  versions: list[tuple[int, str]], dropped: dict[str, int],
+                  revised: set[tuple[int | None, int | None, str]]) -> MemoryTopic:
     voices: list[Voice] = []
     alone = 0
     for aid in sorted(ids):
@@ -326,7 +332,11 @@ def _memory_topic(filename: str, key: str, text: str, identity: str, ids: set[in
                                 other.stated))
     # A claim of this file that a later revision supersedes (ADR 0009): the revision says what holds now,
     # dated by the day it states (its own, its section's, its file's), never by when it was ingested.
-    for u in sorted((u for aid in ids for u in superseding.get(aid, ())), key=lambda u: u.id):
+    updates = sorted((u for aid in ids for u in superseding.get(aid, ())), key=lambda u: u.id)
+    for u in updates:
+        if any((u.newer_id, later.newer_id, u.source) in revised for later in updates
+               if later.older_id == u.older_id and later.source == u.source and later.newer_id != u.newer_id):
+            continue  # its own file revised it again, and that later revision is shown (judge12)
         if u.source != identity and not _states_too(evidence.get(u.newer_id or -1, ()), identity, u.source):
             voices.append(Voice(Stand.SUPERSEDES, texts.get(u.older_id, u.older_text or ""), u.new_text,
                                 source_name(u.source), (u.date or u.received_at)[:10], u.date is not None))

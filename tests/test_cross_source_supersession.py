@@ -219,3 +219,31 @@ def test_a_merged_file_does_not_outdate_the_other_notes_index_line(tmp_path: Pat
         assert not any("Coupon" in old for old in stale), stale
     finally:
         onto.close()
+
+
+def test_a_revision_its_own_file_revised_again_is_not_quoted_beside_the_latest(tmp_path: Path):
+    """A notes file that says "installed SDK 3.22 (not 3.16)" under a "before" heading and "upgraded to SDK
+    3.24" above it revises the stack file's 3.16 twice; the stack file's appendix quotes the latest the
+    author wrote, not the intermediate version too (judge12). The intermediate is still recorded."""
+    from projection.mount import ingest_host_files
+    from projection.topic import APPENDIX_MARKER
+    from projection.view import ProjectionView
+
+    folder = tmp_path / "memory"
+    folder.mkdir()
+    front = "---\nname: {0}\ndescription: {0} of the mobile app\ntype: project\n---\n"
+    (folder / "project_stack.md").write_text(
+        front.format("stack") + "- App: Flutter SDK 3.16 + Riverpod + GoRouter\n"
+        "- Flutter SDK 3.16 pinned. Do not upgrade until the payment plugin supports a newer one\n", encoding="utf-8")
+    (folder / "project_flutter_notes.md").write_text(
+        front.format("flutter notes") + "## SDK 3.24 (upgraded from 3.22 — 2026-04-14)\n\n"
+        "The project was upgraded to Flutter SDK 3.24. Dart 3.5.\n\n## SDK 3.22 (before)\n\n"
+        "We installed Flutter SDK 3.22 (not 3.16) because it was the latest stable.\n", encoding="utf-8")
+    onto = Ontology(tmp_path / "K", "stack", create=True)
+    ingest_host_files(onto, folder)
+    appendix = ProjectionView(onto).read("project_stack.md").decode().partition(APPENDIX_MARKER)[2]
+    assert appendix.count("supersedes: “The project was upgraded to Flutter SDK 3.24”") == 2, appendix
+    assert "3.22" not in appendix, appendix
+    with onto.reader() as conn:
+        assert any("3.22" in u.new_text and u.older_id is not None for u in queries.updates(conn))
+    onto.close()

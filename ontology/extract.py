@@ -415,29 +415,54 @@ def _current_links(unit: str, polarity: int) -> tuple[str, ...]:
     return tuple(dict.fromkeys(keys))
 
 
+# What the per-statement rules read in one unit, for `_statements`: in a memory file (`memory`) its
+# statement's concept is the file's and its numbered items are made the file's own after this, so the
+# same line in two memory files, or in two versions of one, is read once.
+_Reading = tuple[str, Proposition, tuple[tuple[str, IdentifierStance], ...], tuple[Revision, ...], tuple[Fact, ...],
+                 tuple[Fact, ...], tuple[str, ...], "str | None", tuple[str, ...], "str | None"]
+
+
+# Memory restates its lines file after file, and a new version of a file repeats most of the old one's:
+# a unit gives the same (immutable) reading wherever it stands, so the rules run once per distinct unit.
+@lru_cache(maxsize=4096)  # keyed by the unit's fields, hashed in C (a `_Unit`'s own hash is Python code)
+def _reading(line: str, section: str | None, date: str | None, row: Fact | None, memory: bool) -> _Reading | None:
+    """(text, proposition, identifiers, revisions, timed facts before `in_file`, identifier facts, links,
+    date, mentions, section concept) of one unit (`line` under `section`, dated `date`), or None when it
+    states nothing."""
+    parsed = _statement_from_line(line)
+    if parsed is None:
+        return None
+    text, prop = parsed
+    prop = scoped_slot(prop, text, section, memory)  # rivals of one subject only
+    identifiers = identifier_stances(text, prop.polarity)
+    revised = revisions(text, identifiers)
+    found = (row,) if row is not None else timed_facts(text, date)
+    links = _current_links(line, prop.polarity) if "[" in line else ()
+    when = statement_date(text) or date
+    if memory:
+        return text, prop, identifiers, revised, found, identifier_facts(identifiers, text), links, when, (), None
+    concept = concept_key(section) if section else None
+    return (text, prop, identifiers, revised, found, identifier_facts(identifiers, text), links, when,
+            _mentions(line), concept)
+
+
 def _statements(units: list[_Unit], fixed_concept: str | None, default: str) -> tuple[list[Statement], bool]:
     out: list[Statement] = []
+    memory = fixed_concept is not None
     for unit in units:
-        parsed = _statement_from_line(unit.text)
-        if parsed is None:
+        read = _reading(unit.text, unit.section, unit.date, unit.row, memory)
+        if read is None:
             continue
         if len(out) >= MAX_STATEMENTS:
             return _paired(out), True
-        text, prop = parsed
-        prop = scoped_slot(prop, text, unit.section, fixed_concept is not None)  # rivals of one subject only
-        identifiers = identifier_stances(text, prop.polarity)
-        revised = revisions(text, identifiers)
-        found = (unit.row,) if unit.row is not None else timed_facts(text, unit.date)
-        found = in_file(found, fixed_concept) if fixed_concept is not None else found
-        found += identifier_facts(identifiers, text)
-        links = _current_links(unit.text, prop.polarity) if "[" in unit.text else ()
-        when = statement_date(text) or unit.date
+        text, prop, identifiers, revised, found, named, links, when, mentions, section = read
         if fixed_concept is not None:
+            found = (in_file(found, fixed_concept) if found else found) + named
             out.append(Statement(text, prop, fixed_concept, identifiers=identifiers, revisions=revised, facts=found,
                                  links=links, date=when))
         else:
-            concept = concept_key(unit.section) if unit.section else default
-            out.append(Statement(text, prop, concept, _mentions(unit.text), identifiers, revised, found, links, when))
+            out.append(Statement(text, prop, default if section is None else section, mentions, identifiers, revised,
+                                 found + named, links, when))
     return _paired(_undone_upgrades(_undone_removals(out))), False
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from collections.abc import Callable
 
 from kgbridge import forgetting
-from kgbridge.bounded import StillChanging, TimedOut, call_bounded, detach, read_regular
+from kgbridge.bounded import StillChanging, TimedOut, alarm, call_bounded, detach, read_regular
 from kgbridge.deliver import DrainReport, Outcome, SendOutcome, drain, enqueue, registry_key, send, write_drop
 from kgbridge.detect import Detection, Transport, backend_token, behind_fuse, detect
 from kgbridge.project import Harness, Project, codex_memories, resolve, vetoed
@@ -697,6 +697,9 @@ def handle(payload: dict, harness: str) -> dict | None:
 # bound characters from above, so rendering to this many bytes keeps the promise.
 CONTEXT_BYTES = 10_000
 CONTEXT_LINES = 120
+# How long the SessionStart child may take over the HTTP read: the hook stops waiting at its own
+# deadline, the child goes on (orphaned, its own session) and keeps what it reads for the next start.
+LATE_CONTEXT_S = 5.0
 # Codex cuts a SessionStart context above 2,500 tokens in the middle, counting 4 bytes a token (a
 # 9,969-byte context arrived whole, 12,459 bytes were cut at ~10,000): 9,600 bytes stay under it
 # even where the hook carries no additionalContextLimit.
@@ -740,9 +743,10 @@ def _whole_lines(text: str, max_bytes: int) -> str:
     return kept + CUT_NOTE.format(lines=len(text.splitlines()) - len(kept.splitlines()))
 
 
-def _context_text(project: Project, seconds: float, max_bytes: int) -> str:
-    """MEMORY.md for the session, from the local graph or over HTTP. Runs in a bounded child."""
-    detection = detect(project)
+def context_text(project: Project, seconds: float, max_bytes: int, detection: Detection | None = None) -> str | None:
+    """MEMORY.md for the session, from the local graph or over HTTP ("" when the graph has none);
+    None when no backend answered (none found, or an HTTP error other than a missing ontology)."""
+    detection = detection or detect(project)
     if detection.transport == Transport.DIR and detection.ingest_target:
         database = Path(detection.ingest_target).parent / "graph.db"
         return _local_memory(database, project.slug, max_bytes) if database.exists() else ""
@@ -751,8 +755,150 @@ def _context_text(project: Project, seconds: float, max_bytes: int) -> str:
 
         base = detection.ingest_target.rsplit("/ingest", 1)[0]
         status, body = http_get(f"{base}/ontologies/{project.slug}/memory", backend_token(), seconds)
-        return body.decode("utf-8", "replace") if status == 200 else ""
-    return ""
+        if status == 200:
+            return body.decode("utf-8", "replace")
+        return "" if status == 404 else None
+    return None
+
+
+# The last context the graph gave this project and harness, kept in the state dir (ADR 0006, session
+# 12): served when the graph does not answer within the SessionStart budget (a CPU-starved start,
+# a slow backend), so a loaded machine does not start the session without what kgbridge is for.
+LAST_GOOD_NOTE = ("_kgbridge did not answer in time at this session's start: this is its last answer, "
+                  "from {when} UTC; the memory folder has not changed since._\n")
+
+
+def context_budget(harness: str) -> int:
+    """Bytes of graph text a harness's SessionStart context holds (after its preface)."""
+    if harness == Harness.CODEX:
+        return CODEX_CONTEXT_BYTES - len(CODEX_PREFACE.encode("utf-8"))
+    return CONTEXT_BYTES
+
+
+def context_cache(project: Project, harness: str) -> Path:
+    return ProjectState(project.slug).dir / f"session-context.{harness}.md"
+
+
+def keep_context(project: Project, harness: str, text: str, read_at: float) -> None:
+    """Replace the last-good context (atomically: a reader sees the old or the new one whole), dated
+    when its read began (`time.time()`): a slow read of the graph as it was then neither replaces a
+    context read later nor looks newer than a memory file written while it ran."""
+    path = context_cache(project, harness)
+    try:
+        if path.stat().st_mtime >= read_at:
+            return
+    except OSError:
+        pass
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        temp = path.with_name(f".{path.name}.{os.getpid()}")
+        temp.write_text(text, encoding="utf-8")
+        os.utime(temp, (read_at, read_at))
+        os.replace(temp, path)
+    except OSError as exc:
+        log(f"could not keep the session context ({exc.strerror or exc})")
+
+
+def _newest_change(project: Project, harness: str) -> float:
+    """The newest mtime among the files the graph learns this project's memory from (the memory
+    folder, the ledger, Codex's memories, and the delivery registry) — top level, bounded."""
+    folders = [project.memory_dir, project.ledger_dir] + ([codex_memories()] if harness == Harness.CODEX else [])
+    newest = 0.0
+    for folder in folders:
+        try:
+            with os.scandir(folder) as entries:
+                for count, entry in enumerate(entries):
+                    if count >= 4096:
+                        break
+                    newest = max(newest, entry.stat(follow_symlinks=False).st_mtime)
+        except OSError:
+            continue
+    try:
+        newest = max(newest, ProjectState(project.slug).delivered_log.stat().st_mtime)
+    except OSError:
+        pass
+    return newest
+
+
+def context_stale(project: Project, harness: str) -> bool:
+    """A context is kept for this harness and something it was made from changed after it."""
+    try:
+        return _newest_change(project, harness) > context_cache(project, harness).stat().st_mtime
+    except OSError:
+        return False
+
+
+def last_good_context(project: Project, harness: str, max_bytes: int) -> str | None:
+    """The kept context (whole lines, at most `max_bytes` with its closing note), only while nothing
+    it was made from has changed since it was kept: a fact corrected in a memory file after it was
+    read must not come back as it was (do no harm)."""
+    path = context_cache(project, harness)
+    try:
+        kept = path.stat().st_mtime
+        if _newest_change(project, harness) > kept:
+            log("session context unavailable and the kept one is older than the memory folder: none given")
+            return None
+        text = path.read_text(encoding="utf-8")
+    except (OSError, ValueError):
+        return None
+    if not text.strip():
+        return None
+    note = "\n" + LAST_GOOD_NOTE.format(when=time.strftime("%Y-%m-%d %H:%M", time.gmtime(kept)))
+    return _whole_lines(text.rstrip("\n") + "\n", max_bytes - len(note.encode("utf-8"))) + note
+
+
+def _context_kept(project: Project, harness: str, seconds: float, max_bytes: int) -> str | None:
+    """The context, kept on disk as the last good one. Runs in the bounded child, which carries on
+    when the hook stops waiting: a late answer is the next session's last-good context."""
+    read_at = time.time()
+    text = context_text(project, seconds, max_bytes)
+    if text is not None:
+        keep_context(project, harness, text, read_at)
+    return text
+
+
+# Keeping the session context after a delivery (worker, flush; no agent waits on it): the whole
+# read, and how long a drop directory's backend may take to ingest what was dropped.
+CONTEXT_REFRESH_S = 5.0
+
+
+def _ingested(ingest_dir: str, seconds: float) -> bool:
+    """Wait until the drop directory's backend has taken every drop (it removes what it ingested)."""
+    until = time.monotonic() + seconds
+    while True:
+        try:
+            if not any(not name.startswith(".") for name in os.listdir(ingest_dir)):
+                return True
+        except OSError:
+            return False
+        if time.monotonic() > until:
+            return False
+        time.sleep(0.1)
+
+
+def refresh_context(project: Project, detection: Detection | None = None) -> None:
+    """Keep the session context the next start would read, when the kept one is older than what it
+    was made from (a memory file, the ledger, a delivery): a start the graph cannot answer in time
+    then gets it from disk (ADR 0006, session 12). Run by the worker when it is done and by `flush`;
+    only where a SessionStart kept one already (a mounted projection gives no context: nothing to
+    do), and once the graph has what was delivered (a drop directory: its backend took every drop)."""
+    stale = [h for h in (Harness.CLAUDE, Harness.CODEX) if context_stale(project, h)]
+    if not stale:
+        return
+    detection = detection or detect(project, use_cache=False)
+    if detection.transport == Transport.DIR and detection.ingest_target:
+        if not _ingested(detection.ingest_target, CONTEXT_REFRESH_S):
+            return  # no backend is ingesting: the graph is behind, the kept context stays stale (unused)
+    for harness in stale:
+        read_at = time.time()
+        try:
+            with alarm(CONTEXT_REFRESH_S):
+                text = context_text(project, CONTEXT_REFRESH_S, context_budget(harness), detection)
+        except (OSError, TimeoutError) as exc:
+            log(f"could not keep the session context of {project.slug} ({exc})")
+            return
+        if text is not None:
+            keep_context(project, harness, text, read_at)
 
 
 def session_context(payload: dict, harness: str, deadline: float) -> dict | None:
@@ -767,13 +913,24 @@ def session_context(payload: dict, harness: str, deadline: float) -> dict | None
     if vetoed(project) or (harness != Harness.CODEX and projection_mounted(project.memory_dir)):
         return None
     preface = CODEX_PREFACE if harness == Harness.CODEX else ""
-    budget = (CODEX_CONTEXT_BYTES if harness == Harness.CODEX else CONTEXT_BYTES) - len(preface.encode("utf-8"))
+    budget = context_budget(harness)
+    # The child may finish after the hook stopped waiting; it still keeps what it read (a live answer
+    # takes up to the detection budget, not this hook's, so a late one is whole).
     try:
-        text = str(call_bounded(lambda: _context_text(project, max(0.01, deadline - time.monotonic()), budget),
-                                deadline - time.monotonic()))
+        answer = call_bounded(lambda: _context_kept(project, harness, LATE_CONTEXT_S, budget),
+                              deadline - time.monotonic())
+        why = ""  # no backend answered: said only when a kept context stands in
     except (OSError, TimedOut) as exc:  # ChildFailed is an OSError
-        log(f"session context unavailable: {exc}")
-        return None
+        answer, why = None, str(exc)
+    if answer is None:
+        kept = last_good_context(project, harness, budget)
+        if why or kept:
+            log(f"session context unavailable: {why or 'no backend answered'}"
+                + ("; gave the last good one" if kept else ""))
+        if kept is None:
+            return None
+        answer = kept
+    text = str(answer)
     text = _whole_lines(text, budget)  # the HTTP route renders for a MEMORY.md slot, larger than this
     if not text.strip():
         return None

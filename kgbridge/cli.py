@@ -235,16 +235,18 @@ def status(project: Optional[Path] = ProjectOpt, root: Optional[Path] = RootOpt,
 
 @app.command()
 def flush(project: Optional[Path] = ProjectOpt, root: Optional[Path] = RootOpt, as_json: bool = JsonOpt) -> None:
-    """Deliver the outbox (oldest first) and anything new in the memory and ledger directories.
+    """Deliver the outbox (oldest first) and anything new in the memory and ledger directories, then
+    bring the kept session-start context up to date (ADR 0006).
     Exits 0 when nothing waits, 1 when items still wait (backend away), 2 when the state directory
     is unusable. Refused items go to `refused/` with the backend's answer; the rest go on."""
-    from kgbridge.capture import rescan
+    from kgbridge.capture import refresh_context, rescan
     from kgbridge.detect import detect
     from kgbridge.state import ProjectState
 
     proj = project_mod.resolve(project)
     detection = detect(proj, root=root, use_cache=False)
     report = rescan(proj, detection)
+    refresh_context(proj, detection)  # a session start the graph cannot answer in time reads it
     summary = ProjectState(proj.slug).summary()
     result = {"slug": proj.slug, "state": detection.state, "transport": detection.transport,
               "delivered": report.delivered, "refused_now": report.refused, "stopped": report.stopped, **summary}

@@ -20,6 +20,21 @@ RESCAN_EVENTS = frozenset({"SessionStart", "Stop", "SubagentStop", "PreCompact",
 # SQLite and the renderer (~60-100 ms of imports alone), so it gets a fixed budget from the hook's
 # start. It is the only wait a hook makes; every other event hands over and exits (bench/hook.py).
 SESSION_START_DEADLINE_S = 0.5
+# A user on a slow machine may give it more (and a test about what the context says, not about when
+# it comes, does): seconds, at most SESSION_START_MAX_S. When it runs out the last good context kept
+# on disk is given instead (kgbridge.capture.last_good_context, ADR 0006 session 12).
+SESSION_START_ENV = "KG_SESSION_START_S"
+SESSION_START_MAX_S = 10.0
+
+
+def session_start_budget() -> float:
+    try:
+        seconds = float(os.environ.get(SESSION_START_ENV, SESSION_START_DEADLINE_S))
+    except ValueError:
+        return SESSION_START_DEADLINE_S
+    return min(max(seconds, 0.05), SESSION_START_MAX_S) if seconds == seconds else SESSION_START_DEADLINE_S
+
+
 # Given by the sh gate that runs the hook in the background (kgbridge.install.Gate.BACKGROUND): no
 # agent waits, so a rescan is done in this process instead of a detached second interpreter.
 DETACHED = "--detached"
@@ -75,7 +90,7 @@ def run(args: list, started: float) -> None:
             if event == "SessionStart":  # the projection as context when not mounted
                 from kgbridge import capture
 
-                decision = capture.session_context(payload, harness, started + SESSION_START_DEADLINE_S)
+                decision = capture.session_context(payload, harness, started + session_start_budget())
                 if decision is not None:
                     sys.stdout.write(json.dumps(decision))
                     sys.stdout.flush()

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import time
 
-from kgbridge.capture import EDIT_READ_TIMEOUT_S, apply_pending_edits, codex_memory_agent, log, rescan
+from kgbridge.capture import (EDIT_READ_TIMEOUT_S, apply_pending_edits, codex_memory_agent, log, refresh_context,
+                              rescan)
 from kgbridge.deliver import DrainReport, drain
 from kgbridge.detect import detect
 from kgbridge.project import Harness, Project, resolve, vetoed
@@ -94,6 +95,7 @@ def run(cwd: str, harness: str, *, rescan_first: bool) -> None:
                 if not mine:
                     return  # the holder drains what we left
                 _work(project, state, end)
+                refresh_context(project)  # the next start's context, if it is behind
             # An item that arrived while its worker found our slot taken must not wait for the next
             # hook: look again now that the slot is free.
             if time.monotonic() > end or not _pending(state):

@@ -118,6 +118,8 @@ def _artifacts(root: Path, slug: str = "shop") -> int:
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
         return conn.execute("SELECT count(*) FROM artifacts").fetchone()[0]
+    except sqlite3.OperationalError:  # the server is still creating its schema
+        return 0
     finally:
         conn.close()
 
@@ -372,7 +374,8 @@ def test_session_start_prints_the_projection_as_context_when_not_mounted(active)
     for path in sorted((FIXTURES / "corpus").rglob("*.md")):
         onto.ingest_path(path, Channel.CLI)
     onto.close()
-    result = active.hook(active.event("SessionStart"))
+    # about what the context says, not when: a loaded machine misses the 0.5 s default on a first start
+    result = active.hook(active.event("SessionStart"), env=active.environ(KG_SESSION_START_S="10"))
     assert result.returncode == 0
     context = json.loads(result.stdout)["hookSpecificOutput"]
     assert context["hookEventName"] == "SessionStart"
@@ -384,6 +387,46 @@ def test_session_start_prints_the_projection_as_context_when_not_mounted(active)
 def test_session_start_without_a_graph_prints_nothing(active):
     result = active.hook(active.event("SessionStart"))
     assert (result.returncode, result.stdout) == (0, b"")
+
+
+def _disagree(bridge: BridgeEnv, env: dict[str, str]) -> None:
+    """Two memory files that disagree, each handed over by a PostToolUse hook and delivered over HTTP."""
+    for name, body in (("project_test_db.md", "- The integration tests use Postgres\n- database: postgres"),
+                       ("project_fast_tests.md", "- The integration tests do not use Postgres\n- database: sqlite")):
+        target = bridge.memory_dir / name
+        target.write_text(f"---\nname: {name[:-3]}\ndescription: test database\ntype: project\n---\n{body}\n")
+        assert bridge.hook(bridge.post_tool_use(target), env=env).returncode == 0
+
+
+def test_a_session_start_the_graph_cannot_answer_in_time_gets_the_last_good_context(bridge, tmp_path):
+    """ADR 0006, session 12: on a loaded machine the SessionStart read missed its 0.5 s budget and the
+    session started without context. A start keeps what it read, and the worker keeps it again once
+    it is older than a delivery; a start whose read times out (here: the server stopped, so it never
+    answers) gives that one, said as such — and none once a memory file changed after it was kept
+    (it could show a fact since corrected)."""
+    server_root = tmp_path / "server-root"
+    server_root.mkdir()
+    with ServerProcess(server_root) as server:
+        env = bridge.environ(KG_URL=server.url)
+        assert bridge.cli("activate", env=env).returncode == 0
+        first = bridge.hook(bridge.event("SessionStart"), env=bridge.environ(KG_URL=server.url, KG_SESSION_START_S="10"))
+        assert first.returncode == 0 and b"CONTESTED" not in first.stdout  # the first session: nothing yet
+        _disagree(bridge, env)
+        assert wait_for(lambda: _artifacts(server_root) == 2 and bridge.worker_idle(), 60)
+        server.proc.send_signal(signal.SIGSTOP)
+        try:
+            started = bridge.hook(bridge.event("SessionStart"), env=env)
+            assert started.returncode == 0
+            text = json.loads(started.stdout)["hookSpecificOutput"]["additionalContext"]
+            assert text.startswith("# Memory: shop") and "CONTESTED" in text
+            assert "did not answer in time at this session's start: this is its last answer" in text
+            assert len(text.encode()) <= 10_000
+            time.sleep(0.05)  # the next write's mtime is after the kept context's
+            _disagree(bridge, env)  # a memory file written again: the kept context may no longer be right
+            later = bridge.hook(bridge.event("SessionStart"), env=env)
+            assert (later.returncode, later.stdout) == (0, b"")
+        finally:
+            server.proc.send_signal(signal.SIGCONT)
 
 
 def test_memory_delivery_path_imports_nothing_heavy():

@@ -48,6 +48,10 @@ def test_claude_sessions_that_disagree_give_a_disputed_claim_the_next_session_st
     serve(claude_box)
     activate(claude_box)
     contradict(claude_box)
+    # Not a race against the hook's 0.5 s: once `flush` has brought the kept context up to date, the
+    # next start reads the dispute live or, when the graph cannot answer in time (a loaded machine),
+    # from that context (ADR 0006, session 12). Either way the agent reads it.
+    assert claude_box.kg("flush").returncode == 0
     claude_box.claude_session("kg-e2e-three", [{"text": "Hello."}])
     first = conversation(claude_box.fake.requests("kg-e2e-three")[0])
     assert "SessionStart hook additional context: # Memory: shop (kgbridge)" in first

@@ -77,6 +77,23 @@ class BridgeEnv:
         assert result.returncode == 0, result.stderr
         return json.loads(result.stdout)
 
+    def worker_idle(self, slug: str = "shop") -> bool:
+        """No delivery worker holds the project's slot (it keeps it until it has delivered everything
+        and kept the session context for the next start, kgbridge.worker)."""
+        import fcntl
+
+        try:
+            fd = os.open(self.state / slug / "worker.lock", os.O_RDONLY)
+        except FileNotFoundError:
+            return True
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            return False
+        finally:
+            os.close(fd)
+
     def post_tool_use(self, path: Path, tool: str = "Write") -> dict[str, object]:
         return {"session_id": "s1", "transcript_path": str(self.base / "t.jsonl"), "cwd": str(self.project),
                 "hook_event_name": "PostToolUse", "tool_name": tool,

@@ -80,7 +80,10 @@ def render_memory_topic(t: MemoryTopic) -> str:
         lines += ["", "## Earlier versions",
                   "- " + " · ".join(f"v{n} {date}" + (" (shown above)" if i == 0 else "")
                                     for i, (n, date) in enumerate(t.versions))]
-        lines += [f"- no longer says (since v{n}): {_quote(text)}" for n, text in t.dropped[:MAX_DROPPED]]
+        # A claim the newest version still states word for word (a line the author extended: "Sam keeps
+        # `CoreSync`" -> "Sam keeps `CoreSync` and its Kotlin port") is not one it no longer says.
+        withdrawn = [(n, text) for n, text in t.dropped if text not in t.text]
+        lines += [f"- no longer says (since v{n}): {_quote(text)}" for n, text in withdrawn[:MAX_DROPPED]]
     return "\n".join(lines) + "\n"
 
 

@@ -620,6 +620,25 @@ def test_what_earlier_versions_no_longer_say_is_read_by_the_withdrawals_index(tm
     assert "history_withdrawn" in plan and "SCAN h" not in plan, plan
 
 
+def test_a_line_the_next_version_extends_is_not_listed_as_no_longer_said(tmp_path: Path):
+    """Blind round 6: an agent maintaining its memory extends a line ("Workers restart every night" ->
+    "… every night and after each deploy"). The shorter claim is withdrawn in the graph, but the file
+    still says it word for word: "no longer says" would tell the agent the opposite of what the file
+    says. A line really changed or removed is still listed."""
+    onto = Ontology(tmp_path, "shop", create=True)
+    assert onto.ingest("project_queue.md", QUEUE.encode(), Channel.CLI).status.value == "new"
+    later = (QUEUE.replace("- Workers restart every night\n", "- Workers restart every night and after each deploy\n")
+             .replace("- Retries back off exponentially\n", "- Retries back off linearly\n"))
+    assert onto.ingest("project_queue.md", later.encode(), Channel.CLI).status.value == "new"
+    with onto.reader() as conn:
+        topic = memory_topics(conn, ["project_queue.md"])["project_queue.md"]
+    onto.close()
+    assert "Workers restart every night" in dict((text, n) for n, text in topic.dropped), "withdrawn in the graph"
+    shown = render_memory_topic(topic)
+    assert shown.startswith(later) and "no longer says (since v2): “Retries back off exponentially”" in shown
+    assert "no longer says (since v2): “Workers restart every night”" not in shown
+
+
 def test_kgbridge_show_lists_only_claims_some_source_still_holds(tmp_path: Path):
     """A claim every source withdrew (here: the file's next version no longer states it) is history: the
     table leaves it out and says how many it left out, instead of a row "0 for / 0 against"."""

@@ -67,7 +67,16 @@ _ONLY_CODE_RE = re.compile(r"^(`+)[^`]+\1[.;,]?$")
 
 
 def strip_bullet(line: str) -> str:
-    return BULLET_RE.sub("", line, count=1)
+    """`line` without its list marker: `BULLET_RE.sub("", line, count=1)`, read as one `match` (the pattern
+    starts with `^` and has no MULTILINE, so only position 0 can match; `sub` tries every position)."""
+    marker = BULLET_RE.match(line)
+    return line[marker.end():] if marker is not None else line
+
+
+def links_in(text: str) -> list[str]:
+    """`_LINK_RE.findall(text)`: every branch of the pattern holds "[" or "http", so text with neither
+    has none, and is not scanned position by position (this runs twice for every line)."""
+    return _LINK_RE.findall(text) if "[" in text or "http" in text else []
 
 
 def label_of(line: str) -> str | None:
@@ -86,7 +95,7 @@ def label_of(line: str) -> str | None:
 def is_link_list(line: str) -> bool:
     """A line that is mostly links or wikilinks (optionally after "Related:"/"相关："): relations."""
     text = strip_bullet(line).strip()
-    links = _LINK_RE.findall(text)
+    links = links_in(text)
     if not links:  # a lead alone ("See also:") lists no link
         return False
     lead = _LINK_LEAD_RE.match(text)

@@ -17,7 +17,7 @@ from functools import lru_cache
 
 import snowballstemmer
 
-from ontology.claims import BULLET_RE, MD_LINK_RE, WIKILINK_RE
+from ontology.claims import MD_LINK_RE, WIKILINK_RE, strip_bullet
 from ontology.language import (ENGLISH_NEGATORS, NEGATION_CUE, Lang, detect, has_unread_negation, strip_negation,
                                unspaced_negation)
 from ontology.tokens import Script, fold, has_unspaced, script_counts, words as split_words
@@ -156,7 +156,7 @@ def _unmark(part: str) -> str:
 def clean_markup(text: str) -> str:
     """Display form, the author's words: list marker, emphasis delimiters, link syntax and inline
     HTML comments go; identifiers, paths, code spans, `_`, `~` and numbers stay as written."""
-    text = BULLET_RE.sub("", text, count=1)
+    text = strip_bullet(text)
     return " ".join((_outside_code(text, _unmark) if "`" in text else _unmark(text)).split())
 
 

@@ -115,3 +115,16 @@ def test_a_scope_heading_scopes_a_memory_file_only_after_a_shared_reading():
     assert memory.statements[0].proposition.key.startswith("stage / ")
     assert not document.statements[0].proposition.key.startswith("stage / ")
     assert document.statements[0].concept == "staging" and document.statements[0].mentions
+
+
+@given(st.lists(st.sampled_from(["-", "*", "+", "\u2022", "1", "12", ".", ")", " ", "  ", "\t", "\n", "[", "]", "x", "X",
+                                 "[ ]", "[x]", "(", "http", "https", "://", "<", ">", "!", "a.md", "word"]), max_size=20))
+@settings(max_examples=600, deadline=None)
+def test_the_list_marker_and_the_links_are_read_as_the_patterns_read_them(parts):
+    """`strip_bullet` (one `match`) removes what `BULLET_RE.sub(..., count=1)` removes, and `links_in` (no scan
+    of text without "[" or "http") finds what `_LINK_RE.findall` finds."""
+    from ontology import claims
+
+    text = "".join(parts)
+    assert claims.strip_bullet(text) == claims.BULLET_RE.sub("", text, count=1)
+    assert claims.links_in(text) == claims._LINK_RE.findall(text)

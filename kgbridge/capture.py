@@ -863,15 +863,18 @@ CONTEXT_REFRESH_S = 5.0
 
 
 def _ingested(ingest_dir: str, seconds: float) -> bool:
-    """Wait until the drop directory's backend has taken every drop (it removes what it ingested)."""
+    """Wait until the drop directory's backend has taken every drop (it removes what it ingested).
+    A drop older than `seconds` says no backend is taking them: no wait then."""
     until = time.monotonic() + seconds
     while True:
         try:
-            if not any(not name.startswith(".") for name in os.listdir(ingest_dir)):
-                return True
+            with os.scandir(ingest_dir) as entries:
+                waiting = [e.stat().st_mtime for e in entries if not e.name.startswith(".")]
         except OSError:
             return False
-        if time.monotonic() > until:
+        if not waiting:
+            return True
+        if time.monotonic() > until or min(waiting) < time.time() - seconds:
             return False
         time.sleep(0.1)
 

@@ -799,18 +799,26 @@ def keep_context(project: Project, harness: str, text: str, read_at: float) -> N
         log(f"could not keep the session context ({exc.strerror or exc})")
 
 
+MAX_SCANNED = 4096  # entries the freshness check of a kept context looks at
+
+
 def _newest_change(project: Project, harness: str) -> float:
     """The newest mtime among the files the graph learns this project's memory from (the memory
-    folder, the ledger, Codex's memories, and the delivery registry) — top level, bounded."""
+    folder and the ledger at their top level, Codex's memories with their subfolders, the delivery
+    registry), at most MAX_SCANNED entries."""
     folders = [project.memory_dir, project.ledger_dir] + ([codex_memories()] if harness == Harness.CODEX else [])
-    newest = 0.0
-    for folder in folders:
+    newest, seen = 0.0, 0
+    while folders and seen < MAX_SCANNED:
+        folder = folders.pop()
         try:
             with os.scandir(folder) as entries:
-                for count, entry in enumerate(entries):
-                    if count >= 4096:
+                for entry in entries:
+                    seen += 1
+                    if seen > MAX_SCANNED:
                         break
                     newest = max(newest, entry.stat(follow_symlinks=False).st_mtime)
+                    if harness == Harness.CODEX and entry.is_dir(follow_symlinks=False):
+                        folders.append(Path(entry.path))  # Codex keeps notes in nested folders
         except OSError:
             continue
     try:

@@ -566,3 +566,27 @@ def test_concurrent_hooks_lose_no_entry_of_the_memory_folders_state(active):
         assert proc.wait(timeout=60) == 0
     assert _known(active) == {p.name for p in paths}
     assert wait_for(lambda: not drops(active.outbox), timeout=60)
+
+
+def test_a_note_codex_writes_in_a_subfolder_makes_the_kept_context_stale(tmp_path, monkeypatch):
+    """Codex keeps its notes folders deep (memories_v2/extensions/ad_hoc/notes/); a note written there
+    after the context was kept means that context may be out of date, so it is not given (ADR 0006)."""
+    from kgbridge import capture
+    from kgbridge.project import Project, codex_memories
+
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex"))
+    monkeypatch.setenv("KG_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "claude"))
+    project = Project(tmp_path / "work" / "shop", "shop")
+    notes = codex_memories() / "extensions" / "ad_hoc" / "notes"
+    notes.mkdir(parents=True)
+    before = time.time() - 100
+    for folder in (notes, *notes.parents):
+        if folder == tmp_path:
+            break
+        os.utime(folder, (before, before))
+    capture.keep_context(project, "codex", "# Memory: shop\n- CI runs on arm64\n", time.time() - 1)
+    assert not capture.context_stale(project, "codex")
+    (notes / "ci.md").write_text("- CI runs on x86 now\n")
+    assert capture.context_stale(project, "codex")
+    assert capture.last_good_context(project, "codex", 9_000) is None

@@ -108,6 +108,7 @@ def test_codex_notes_that_disagree_give_a_disputed_claim_the_next_session_gets_w
     assert wait_until(lambda: labelled_sources(codex_box, DB_FACT) == ("CONTESTED", both), 60), \
         codex_box.sources_of(DB_FACT)
     assert wait_until(lambda: len(codex_box.assertions()) > FILLER_CONCEPTS, 60)
+    assert codex_box.kg("flush").returncode == 0  # the kept context is current: no race (ADR 0006 session 12)
     codex_box.codex_session("kg-e2e-three", [{"text": "Hello."}])
     request = conversation(codex_box.fake.requests("kg-e2e-three")[0])
     context = re.search(r"kgbridge memory for this project.*?(?=\"})", request, re.S)

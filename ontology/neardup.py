@@ -16,6 +16,7 @@ import sqlite3
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import lru_cache
+from sys import intern
 
 from ontology import minhash
 from ontology.language import NEGATION_CUE
@@ -141,8 +142,10 @@ class NearDuplicateIndex:
         self.conn = conn
         # assertion id -> (tokens, slot, value, polarity). Tokens, slot and value never change once written;
         # polarity changes when a memory file re-anchors the assertion, which must call `changed`; ids are
-        # never reused except after a rollback, which must call `forget`.
-        self._cache: dict[int, tuple[frozenset[str], str | None, str | None, int]] = {}
+        # never reused except after a rollback, which must call `forget`. The tokens are a tuple of distinct
+        # interned strings, not a frozenset of fresh ones: ~170 bytes an entry instead of ~1 KB (a set of
+        # five takes a 32-slot table), so a full cache is ~11 MiB, not ~65 (ADR 0007, "Session 12").
+        self._cache: dict[int, tuple[tuple[str, ...], str | None, str | None, int]] = {}
         # subsets_recent as key -> its assertion id (most keys hold one: a bare int, 6 MiB at RECENT_ROWS
         # rows where one-item lists took 10), or its ids oldest first, and the number of rows; None: read
         # it back from the table at the next use (on open, after a rollback, after another writer's commit).
@@ -266,12 +269,17 @@ class NearDuplicateIndex:
     def add(self, assertion_id: int, keys: IndexKeys) -> None:
         self._recent_table()
         # The newest id: each key's ids stay oldest first.
-        self.conn.executemany("INSERT INTO subsets_recent(key, assertion_id) VALUES(?,?)",
-                              [(key, assertion_id) for key in keys.subsets if self._file_recent(key, assertion_id)])
-        self.conn.executemany("INSERT OR IGNORE INTO lsh(band, hash, assertion_id) VALUES(?,?,?)",
-                              [(b, h, assertion_id) for b, h in keys.bands])
+        # An executemany with no rows still looks its statement up and resets it (store._many): a
+        # statement of <= 6 tokens has no bands, one of >= 9 no subset keys.
+        if rows := [(key, assertion_id) for key in keys.subsets if self._file_recent(key, assertion_id)]:
+            self.conn.executemany("INSERT INTO subsets_recent(key, assertion_id) VALUES(?,?)", rows)
+        if keys.bands:
+            self.conn.executemany("INSERT OR IGNORE INTO lsh(band, hash, assertion_id) VALUES(?,?,?)",
+                                  [(b, h, assertion_id) for b, h in keys.bands])
 
     def _best(self, prop: Proposition, ids: list[int], text: str | None = None) -> int | None:
+        if not ids:
+            return None
         cache = self._cache
         missing = [i for i in ids if i not in cache]
         if missing:
@@ -281,31 +289,37 @@ class NearDuplicateIndex:
             for marks, chunk in in_chunks(missing):
                 for cid, tokens, slot, value, polarity in self.conn.execute(
                         f"SELECT id, tokens, slot, value, polarity FROM assertions WHERE id IN ({marks})", chunk):
-                    cache[cid] = (frozenset(tokens.split()), slot, value, polarity)
+                    cache[cid] = (tuple(frozenset(map(intern, tokens.split()))), slot, value, polarity)
         # Jaccard = |A & B| / (|A| + |B| - |A & B|); one comprehension keeps the per-candidate cost low.
-        mine, size = prop.tokens, len(prop.tokens)
+        # Interned, the statement's tokens meet the cached ones by identity, without comparing characters.
+        mine, size = frozenset(map(intern, prop.tokens)), len(prop.tokens)
         scored = [(score, cid) for cid in ids
-                  if (score := (common := len(mine & (entry := cache[cid])[0])) / (size + len(entry[0]) - common))
-                  >= NEAR_DUPLICATE_JACCARD]
+                  if (score := (common := len(mine.intersection((entry := cache[cid])[0])))
+                      / (size + len(entry[0]) - common)) >= NEAR_DUPLICATE_JACCARD]
+        if not scored:
+            return None
+        # The statement's own side of each check, once per lookup instead of once per candidate (all
+        # pure functions of its tokens; mem12).
+        my_numbers, my_negated, my_marks = numbers(mine), NEGATION_CUE in mine, value_marks(mine)
         best: tuple[float, int] | None = None
         for score, cid in scored:
-            _, slot, value, polarity = cache[cid]
+            listed, slot, value, polarity = cache[cid]
             if slot and prop.slot and (slot != prop.slot or rival(value, prop.value)):
                 continue  # rival values of one slot are alternatives, never the same claim
             if polarity != prop.polarity:
                 continue  # only the same wording negated (one key) denies a claim; a near one may not
-            if numbers(cache[cid][0]) != numbers(prop.tokens):
+            tokens = frozenset(listed)  # the few candidates that reach the checks below
+            if numbers(tokens) != my_numbers:
                 continue  # "185 tests green" and "257 tests green" are two claims
-            if (NEGATION_CUE in cache[cid][0]) != (NEGATION_CUE in mine):
+            if (NEGATION_CUE in tokens) != my_negated:
                 continue  # "Không dùng Redis …" is not "Dùng Redis …" (a negation we cannot read)
-            if (cache[cid][0] ^ mine) & _SWITCHES:
+            if (tokens ^ mine) & _SWITCHES:
                 continue  # "Debug logging is off" is not "Debug logging is on" ("on" is a stopword)
-            if (theirs := value_marks(cache[cid][0])) and (ours := value_marks(mine)) and theirs != ours:
+            if (theirs := value_marks(tokens)) and my_marks and theirs != my_marks:
                 continue  # "ฐานข้อมูล: MySQL" is not "ฐานข้อมูล: PostgreSQL" (a fact that is no slot)
-            if names_apart(cache[cid][0], mine):
+            if names_apart(tokens, mine):
                 continue  # "block_k: [32, 64]" is not "block_k=64 same as block_k=32" (ADR 0004)
-            if text is not None and swap(cache[cid][0], mine) and swapped_in_place(
-                    self._text(cid), cache[cid][0], text, mine):
+            if text is not None and swap(tokens, mine) and swapped_in_place(self._text(cid), tokens, text, mine):
                 continue  # "… the web package first" is not "… the api package first" (ADR 0004)
             if best is None or score > best[0]:
                 best = (score, cid)

@@ -187,3 +187,24 @@ def test_a_swap_in_place_against_a_reworded_aside():
                      "Run the smoke tests against production after the deploy job ends")
     assert not apart("Cache for kv=4096 (all variants): 120ms for bs=64, too few pages",  # a phrase reworded
                      "Cache for kv=4096: SLOW (120ms for bs=64), too few pages")
+
+
+def test_cached_candidates_share_their_words_and_hold_no_set_of_their_own(tmp_path):
+    """The candidate cache's footprint (ADR 0007, "Session 12"): each entry keeps its tokens as a tuple
+    of interned words, so candidates that share a word share one string and no entry carries a hash
+    table (a frozenset of five words takes ~700 bytes, its strings ~50 each: 65,536 entries were ~65
+    MiB, ~11 as tuples). The lookup still finds what the sets found, duplicates folded."""
+    conn = connect(tmp_path / "g.db")
+    try:
+        index = NearDuplicateIndex(conn)
+        words = ["alpha", "bravo", "charlie", "delta"]
+        stored = [_store(conn, index, frozenset(words + [extra])) for extra in ("echo", "foxtrot", "golf")]
+        fresh = NearDuplicateIndex(conn)  # its cache is filled from the table, as after a restart
+        found, _ = fresh.find(_prop(frozenset(["".join(["al", "pha"]), *words[1:], "echo"])))
+        assert found == stored[0]
+        entries = [fresh._cache[aid][0] for aid in stored]
+        assert all(type(tokens) is tuple and len(set(tokens)) == len(tokens) == 5 for tokens in entries), entries
+        shared = [{id(t) for t in tokens if t == "alpha"} for tokens in entries]
+        assert len(set().union(*shared)) == 1, shared  # one "alpha" for every entry
+    finally:
+        conn.close()

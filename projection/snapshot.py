@@ -60,6 +60,23 @@ def memory_files(conn: sqlite3.Connection) -> dict[str, str]:
         "AND substr(filename, -3) = '.md' AND filename != ? ORDER BY filename", (MEMORY_NAME,))}
 
 
+# The sources the agent reads under their own names: every memory file the projection shows (`memory_files`
+# above) and the index. A deleted or renamed-away file is not among them, and holds no stance either.
+_SHOWN_SOURCES = """SELECT source_id FROM memory_files WHERE (kind = 'memory' AND concept IS NOT NULL
+    AND substr(filename, -3) = '.md' AND filename != 'MEMORY.md') OR (kind = 'memory_index' AND filename = 'MEMORY.md')"""
+
+# Concepts that get a page of their own (`<key>.md`, and a line in MEMORY.md) when no memory file is theirs:
+# a bare one (no claims), or one with a claim that a source the agent does NOT read under its own name holds
+# (a ledger entry, a document). A concept whose every standing claim is held by shown files only, such as
+# the concept of a file the agent merged into another or renamed (Write the new name, `rm` the old) and
+# deleted, has nothing to add to those files: a page for it is the deleted file come back under a name the
+# author never wrote (harm13). One whose every claim was withdrawn (its file deleted, ADR 0012) has none
+# either. The caller leaves out concepts that have a memory file (they are shown under its name).
+PAGED_CONCEPTS = f"""SELECT c.key FROM concepts c WHERE NOT EXISTS (SELECT 1 FROM assertions a WHERE a.concept_id = c.id)
+    OR EXISTS (SELECT 1 FROM assertions a JOIN stances st ON st.assertion_id = a.id WHERE a.concept_id = c.id
+               AND st.source_id NOT IN ({_SHOWN_SOURCES})) ORDER BY c.key"""
+
+
 def host_index(conn: sqlite3.Connection) -> str | None:
     row = conn.execute("SELECT text FROM memory_files WHERE kind = 'memory_index' AND filename = ?",
                        (MEMORY_NAME,)).fetchone()
@@ -131,8 +148,10 @@ def memory_snapshot(conn: sqlite3.Connection, ontology: str, limit: int = MAX_LI
     for filename, key in files.items():
         file_of.setdefault(key, filename)
     # A bare hint (no claims, no file) says nothing; nor does a concept whose every claim was withdrawn
-    # (its file deleted: ADR 0012).
-    by_key = {r[0]: r for r in rows if r[6] or r[0] in file_of}
+    # (its file deleted: ADR 0012), nor one whose claims only files shown under their own names hold (a
+    # merged or renamed-away file's concept: PAGED_CONCEPTS).
+    paged = {r[0] for r in conn.execute(PAGED_CONCEPTS)}
+    by_key = {r[0]: r for r in rows if r[0] in file_of or (r[6] and r[0] in paged)}
 
     def line(key: str, confirmed: bool = True) -> ConceptLine:  # built only for what a MEMORY.md can show
         r = by_key[key]
@@ -183,7 +202,7 @@ def memory_snapshot(conn: sqlite3.Connection, ontology: str, limit: int = MAX_LI
             slots.add(a[4])
             disputes.append(a)
     evidence = queries.evidence_for(conn, [a[0] for a in disputes])
-    disputed = [DisputedLine(file_of.get(a[1], f"{a[1]}.md"), clip(a[2], 200), a[3],
+    disputed = [DisputedLine(_topic_of(a[1], evidence[a[0]], file_of, files, paged), clip(a[2], 200), a[3],
                              f"for: {_sides(evidence[a[0]], 1)} / against: {_sides(evidence[a[0]], -1)}")
                 for a in disputes]
     n_disputed = conn.execute(f"SELECT count(DISTINCT coalesce(a.slot, '#' || a.id)) FROM assertions a "
@@ -197,6 +216,16 @@ def memory_snapshot(conn: sqlite3.Connection, ontology: str, limit: int = MAX_LI
                                                 **by_status}, ordered, disputed,
                           host_index=index, indexed=indexed, line_marks=line_marks, concepts_total=len(ranked),
                           disputed_total=n_disputed)
+
+
+def _topic_of(key: str, rows: Sequence[queries.EvidenceRow], file_of: dict[str, str], files: dict[str, str],
+              paged: set[str]) -> str:
+    """The file a disputed line points to: the concept's memory file, or its page; a concept with no page
+    (every claim held by files shown under their own names) points to the first such file that holds it."""
+    if key in file_of or key in paged:
+        return file_of.get(key, f"{key}.md")
+    return next((r.filename for r in rows if r.stance == 1 and files.get(r.filename) is not None),
+                next((r.filename for r in rows if files.get(r.filename) is not None), f"{key}.md"))
 
 
 _ORDER = {Stand.SUPERSEDES: 0, Stand.DISPUTES: 1, Stand.AGREES: 2, Stand.ADDS: 3}

@@ -18,7 +18,8 @@ from pathlib import Path
 from ontology import queries
 from ontology.ingest import Ontology
 from projection.render import FULL_INDEX_NAME, index_cut, render_memory
-from projection.snapshot import MEMORY_NAME, graph_version, memory_files, memory_snapshot, memory_topics
+from projection.snapshot import (MEMORY_NAME, PAGED_CONCEPTS, graph_version, memory_files, memory_snapshot,
+                                 memory_topics)
 from projection.topic import render_memory_topic, render_topic
 
 
@@ -58,7 +59,7 @@ class ProjectionView:
             file_of: dict[str, str] = {}
             for name, key in files.items():
                 file_of.setdefault(key, name)
-            keys = [r[0] for r in conn.execute(STANDING_CONCEPTS) if r[0] not in file_of and f"{r[0]}.md" not in files]
+            keys = [r[0] for r in conn.execute(PAGED_CONCEPTS) if r[0] not in file_of and f"{r[0]}.md" not in files]
             forgotten = {r[0] for r in conn.execute(FORGOTTEN_FILES)}
             self._files, self._file_of, self._keys, self._key_set = files, file_of, keys, frozenset(keys)
             self._forgotten, self._cache, self._version = forgotten, {}, version
@@ -160,12 +161,6 @@ class ProjectionView:
 # Topic files rendered per miss (see `_render`): a batch of 64 costs what about ten single renders do,
 # and stays small enough that reading one file after a change pays little for the others.
 TOPIC_BATCH = 64
-
-
-# Concepts with a topic file: a claim still held by some source, or no claims at all (a bare concept);
-# one whose every claim was withdrawn (its memory file deleted, ADR 0012) has nothing left to show.
-STANDING_CONCEPTS = """SELECT c.key FROM concepts c WHERE NOT EXISTS (SELECT 1 FROM assertions a WHERE a.concept_id = c.id)
-    OR EXISTS (SELECT 1 FROM assertions a WHERE a.concept_id = c.id AND a.n_pos + a.n_neg > 0) ORDER BY c.key"""
 
 
 FORGOTTEN_FILES = """SELECT DISTINCT a.filename FROM artifacts a JOIN sources s ON s.id = a.source_id

@@ -18,13 +18,15 @@ from typing import Iterator
 import httpx
 import pytest
 
-from conftest import graph_snapshot
+from conftest import graph_snapshot, ledger, memory as memory_bytes
 from support.bridge_env import BridgeEnv, drops, wait_for
 from support.fuse_helpers import requires_fuse, unmount
 from support.server_proc import KGBRIDGE, ServerProcess
 from ontology import queries
 from ontology.artifact import Channel
+from kgbridge import forgetting
 from ontology.ingest import Ontology
+from ontology.layout import drop_name
 from projection.snapshot import memory_topics
 from projection.topic import render_memory_topic
 from projection.view import ProjectionView
@@ -677,3 +679,95 @@ def test_a_file_written_between_the_listing_and_the_lock_is_not_taken_for_vanish
     capture.forget_vanished(state, forgetting.listing(folder), state.delivered(), set(),
                             there=lambda name: (folder / name).is_file())
     assert [i.drop_name for i in state.outbox_items() if i.drop_name.startswith("tombstone.")], state.outbox_items()
+
+
+def memory_text(name: str, description: str, body: str, type_: str = "project") -> str:
+    return memory_bytes(name, description, body.rstrip("\n"), type_).decode()
+
+
+BILLING = memory_text("billing", "how customers pay", "- Stripe handles card payments.\n"
+                      "- Refunds go through the support queue.\n")
+INVOICES = memory_text("invoices", "monthly invoices", "- Invoices are generated on the first day of each month.\n"
+                       "- Invoice PDFs are kept in the `shop-invoices` bucket.\n")
+REVIEWS = memory_text("reviews", "code review habits", "- Keep pull requests under 400 changed lines.\n"
+                      "- Ask the owning team for the review.\n", "feedback")
+PAYMENTS = memory_text("payments", "billing and invoices", "## Billing\n- Stripe handles card payments.\n"
+                       "- Refunds go through the support queue.\n\n## Invoices\n"
+                       "- Invoices are generated on the first day of each month.\n"
+                       "- Invoice PDFs are kept in the `shop-invoices` bucket.\n")
+
+
+@requires_fuse
+def test_files_merged_or_renamed_away_do_not_come_back_as_generated_pages(tmp_path: Path):
+    """harm13: the agent merges two topic files into a new one and renames a third the way Claude Code does
+    (Write the new name, then `rm` the old ones), all on disk through real hooks. Each old file's concept still
+    holds claims, now stated by the new files, and was shown through the mount as a generated page under a
+    hyphenated name the author never wrote (`project-billing.md`) and listed "not in the index": to the agent,
+    the files it deleted came back, with their old text. A concept only the ledger knows keeps its page.
+    Fails with `snapshot.PAGED_CONCEPTS` back to "every concept with a standing claim"."""
+    stack = Stack(tmp_path, "dir")
+    mem = stack.bridge.memory_dir
+    (mem / "MEMORY.md").write_text("# Memory\n\n- [Billing](project_billing.md) - Stripe, refunds\n"
+                                   "- [Invoices](project_invoices.md) - monthly PDFs\n"
+                                   "- [Reviews](feedback_reviews.md) - small pull requests\n")
+    (mem / "project_billing.md").write_text(BILLING)
+    (mem / "project_invoices.md").write_text(INVOICES)
+    (mem / "feedback_reviews.md").write_text(REVIEWS)
+    (stack.bridge.ledger_dir / "2026-04-05T1445Z_e001.md").write_bytes(
+        ledger("s1", "## Search index\n- The search index is rebuilt every night at 02:00."))
+    with stack.running():
+        stack.stop_hook(settle_on=5)
+        # The next session: the new files are written (each reaches its PostToolUse hook), then the old ones go.
+        for name, text in [("project_payments.md", PAYMENTS), ("feedback_code_review.md", REVIEWS),
+                           ("MEMORY.md", "# Memory\n\n- [Payments](project_payments.md) - Stripe, refunds, PDFs\n"
+                                         "- [Code review](feedback_code_review.md) - small pull requests\n")]:
+            (mem / name).write_text(text)
+            assert stack.bridge.hook(stack.bridge.post_tool_use(mem / name), env=stack.env).returncode == 0
+        assert wait_for(lambda: stack.artifacts() >= 8, timeout=30), stack.rows("SELECT filename, kind FROM artifacts")
+        for name in ("project_billing.md", "project_invoices.md", "feedback_reviews.md"):
+            (mem / name).unlink()
+        stack.stop_hook(settle_on=11)
+        assert wait_for(lambda: {s for s, deleted in stack.sources() if deleted is None and s.startswith("memory:")} == {
+            "memory:shop/MEMORY.md", "memory:shop/project_payments.md", "memory:shop/feedback_code_review.md"}), \
+            stack.sources()
+        assert stack.claim("Stripe handles card payments")[1] == 1, "the merged file states it"
+    at = tmp_path / "view"
+    at.mkdir()
+    result = stack.bridge.cli("mount", "--at", str(at))
+    assert result.returncode == 0, result.stderr
+    try:
+        shown = set(listed(at))
+        memory = subprocess.run(["cat", str(at / "MEMORY.md")], capture_output=True, text=True, timeout=30,
+                                check=True).stdout
+        page = subprocess.run(["cat", str(at / "search-index.md")], capture_output=True, text=True, timeout=30,
+                              check=True).stdout
+    finally:
+        stack.bridge.cli("unmount", "--at", str(at))
+        unmount(at)
+    assert shown == {"MEMORY.md", "project_payments.md", "feedback_code_review.md", "search-index.md"}, shown
+    for gone in ("billing", "invoices", "reviews"):
+        assert f"-{gone}.md" not in memory and f"[{gone}]" not in memory, memory
+    assert "[search-index](search-index.md)" in memory, "what only the ledger knows is still listed"
+    assert "rebuilt every night at 02:00" in page
+    assert "search-index.md" in rebuild_gives_the_same_graph(stack.graph_root)
+
+
+def test_a_dispute_on_a_renamed_away_files_concept_names_a_file_that_is_there(onto: Ontology):
+    """harm13: a file renamed the Write-then-`rm` way leaves its claims on its old concept, which gets no page
+    any more (the test above); a dispute on one of those claims named that page as its topic, a file the
+    agent cannot open. It names the file that states the claim. Fails with `snapshot._topic_of` returning the
+    concept's page name whatever."""
+    rules = memory_bytes("deploys", "deploy rules", "- The Celery broker is RabbitMQ.")
+    onto.ingest_many([(drop_name("memory", rules, "project_deploys.md"), rules, Channel.CLI),
+                      (drop_name("memory", NOTES, "project_notes.md"), NOTES, Channel.CLI)],
+                     received_at="2026-05-01T09:00:00Z")
+    onto.ingest("project_release.md", rules, Channel.CLI)  # the new name first (its PostToolUse) …
+    record = forgetting.move("project_deploys.md", "project_release.md", rules, "2026-05-02T10:00:00Z")
+    onto.ingest(drop_name("move", record, "project_release.md"), record, Channel.CLI)  # … then the rescan
+    view = ProjectionView(onto)
+    assert "project-deploys.md" not in view.names()
+    disputed = [line for line in view.read("MEMORY.md").decode().splitlines() if "**CONTESTED**" in line]
+    assert len(disputed) == 1 and disputed[0].endswith("(topic: project_release.md)"), disputed
+
+
+NOTES = memory_bytes("notes", "team notes", "- The Celery broker is SQS.")

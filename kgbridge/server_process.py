@@ -3,10 +3,15 @@
 For the test suite and the benchmarks, which both need the real server on a real socket and may not
 import each other (import-linter contracts in pyproject.toml). Stopping sends SIGTERM, so what is
 measured or tested includes the graceful shutdown.
+
+A server must not outlive what started it: a start that fails or is interrupted (it did not answer in
+time, a test timeout, Ctrl-C) kills it before raising, and the child asks the kernel for SIGTERM when
+its parent dies (`die_with_parent`), so even a SIGKILLed test run or benchmark leaves none behind.
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import socket
@@ -20,6 +25,25 @@ import httpx
 from kgbridge.detect import TOKEN_ENV
 
 KGBRIDGE = [sys.executable, "-m", "kgbridge.cli"]
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(sig: int = signal.SIGTERM):  # noqa: ANN201 - a preexec_fn
+    """A `preexec_fn` for Popen: the child gets `sig` when the thread that started it ends (Linux
+    prctl PR_SET_PDEATHSIG, kept across exec), and exits at once if that parent is already gone.
+    Call it in the parent: it returns the function the child runs between fork and exec."""
+    parent = os.getpid()
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):  # not Linux: nothing to ask for
+        return None
+
+    def in_child() -> None:
+        prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
+        if os.getppid() != parent:  # the parent died between fork and prctl
+            os._exit(1)
+
+    return in_child
 
 
 def free_port() -> int:
@@ -49,19 +73,34 @@ class ServerProcess:
         cmd = [*KGBRIDGE, "serve", "--root", str(self.root), "--port", str(self.port), *self.extra]
         if self.token:
             cmd += ["--token", self.token]
-        self.proc = subprocess.Popen(cmd, stdout=open(self.log, "ab"), stderr=subprocess.STDOUT, env=env,
-                                     start_new_session=True)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"server exited: {self.log.read_text()[-2000:]}")
+        with open(self.log, "ab") as log:
+            self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                         start_new_session=True, preexec_fn=die_with_parent())
+        try:
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline:
+                if self.proc.poll() is not None:
+                    raise RuntimeError(f"server exited: {self.log.read_text()[-2000:]}")
+                try:
+                    if httpx.get(f"{self.url}/health", headers=self.headers(), timeout=1).status_code == 200:
+                        return self
+                except httpx.HTTPError:
+                    pass
+                time.sleep(0.1)
+            raise RuntimeError(f"server did not come up: {self.log.read_text()[-2000:]}")
+        except BaseException:  # nobody will stop a server whose start raised: `with` never entered
+            self.kill()
+            raise
+
+    def kill(self) -> None:
+        """SIGKILL the server's whole process group (its own session) and reap it."""
+        assert self.proc is not None
+        if self.proc.poll() is None:  # never a group whose leader was reaped: its id may be reused
             try:
-                if httpx.get(f"{self.url}/health", headers=self.headers(), timeout=1).status_code == 200:
-                    return self
-            except httpx.HTTPError:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
                 pass
-            time.sleep(0.1)
-        raise RuntimeError(f"server did not come up: {self.log.read_text()[-2000:]}")
+        self.proc.wait()
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 30.0) -> int:
         assert self.proc is not None
@@ -70,8 +109,11 @@ class ServerProcess:
         try:
             return self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
-            self.proc.kill()
+            self.kill()
             return self.proc.wait()
+        except BaseException:  # interrupted while waiting (a test timeout, Ctrl-C): still no leftover
+            self.kill()
+            raise
 
     def __enter__(self) -> "ServerProcess":
         return self.start()

@@ -8,6 +8,9 @@ from pathlib import Path
 import pytest
 
 from ontology.ingest import Ontology
+# Nothing a test starts outlives it: leftover processes and mounts under its tmp_path are stopped.
+from support.leftovers import (_nothing_left_behind, pytest_sessionfinish,  # noqa: F401
+                               pytest_terminal_summary)
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -20,6 +20,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from kgbridge.server_process import die_with_parent
 from support.bridge_env import BridgeEnv
 
 REPO = Path(__file__).resolve().parents[2]
@@ -63,7 +64,8 @@ class FakeModel:
         self.sessions: dict[str, list[dict]] = {}
         self.script_file.write_text("{}")
         self.proc = subprocess.Popen([sys.executable, str(FAKE_MODEL), "--api", api, "--script", str(self.script_file),
-                                      "--record", str(self.record)], stdout=subprocess.PIPE, text=True)
+                                      "--record", str(self.record)], stdout=subprocess.PIPE, text=True,
+                                     preexec_fn=die_with_parent())
         assert self.proc.stdout is not None
         self.port = int(self.proc.stdout.readline())
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from kgbridge.server_process import die_with_parent
 from projection.mounts import fuse_available, is_mounted as mounted
 
 HERE = Path(__file__).parent
@@ -42,6 +43,14 @@ def start_passthrough(source: Path, point: Path, hang_flag: Path | None = None) 
     args = [sys.executable, str(HERE / "fusefs.py"), str(source), str(point)]
     if hang_flag is not None:
         args.append(str(hang_flag))
-    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    wait_mounted(point, proc)
+    # SIGTERM when the test run dies: libfuse then unmounts before it exits (no orphaned mount).
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                            preexec_fn=die_with_parent())
+    try:
+        wait_mounted(point, proc)
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        unmount(point)
+        raise
     return proc

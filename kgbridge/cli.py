@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import NoReturn, Optional
+from typing import TYPE_CHECKING, NoReturn, Optional
 
 import typer
 from rich.console import Console
@@ -23,14 +23,17 @@ from rich.text import Text
 from kgbridge import project as project_mod
 from kgbridge.activation import TransportChoice
 from kgbridge.project import Harness
-from ontology import queries
-from ontology import search as search_mod
-from ontology.artifact import Channel
 from ontology.errors import NotFound, UserError
 from ontology.evidence import Label
-from ontology.ingest import BATCH_SIZE, Ontology, Status
 from ontology.layout import knowledge_root
-from projection.topic import said_on
+
+if TYPE_CHECKING:
+    from ontology import queries
+    from ontology.ingest import Ontology
+
+# The graph (ontology.ingest, .search, .queries) is imported by the verbs that read or write it, not
+# here: it is most of this module's start-up, and activate / status / flush / install-hooks /
+# deactivate, which hooks, scripts and the tests run often, never touch it.
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="kgbridge: an evidential memory bridge for coding agents.")
@@ -47,6 +50,8 @@ def _slug(ontology: Optional[str]) -> str:
 
 
 def _open(root: Optional[Path], ontology: Optional[str], *, create: bool = False) -> Ontology:
+    from ontology.ingest import Ontology
+
     return Ontology(knowledge_root(root), _slug(ontology), create=create)
 
 
@@ -64,6 +69,9 @@ def _files(paths: list[Path]) -> list[Path]:
 def ingest(paths: list[Path] = typer.Argument(..., help="Files or directories to ingest."),
            root: Optional[Path] = RootOpt, ontology: Optional[str] = OntologyOpt, as_json: bool = JsonOpt) -> None:
     """Ingest artifacts (files or directories); prints new / duplicate / rejected."""
+    from ontology.artifact import Channel
+    from ontology.ingest import BATCH_SIZE, Status
+
     onto = _open(root, ontology, create=True)
     files = _files(paths)
     results = []
@@ -109,6 +117,9 @@ def show(concept: Optional[str] = typer.Argument(None, help="A concept key; omit
          status: Optional[Label] = typer.Option(None, case_sensitive=False, help="Only assertions with this label."),
          root: Optional[Path] = RootOpt, ontology: Optional[str] = OntologyOpt, as_json: bool = JsonOpt) -> None:
     """Show assertions with label, belief, plausibility, conflict and sources (or one concept)."""
+    from ontology import queries
+    from projection.topic import said_on
+
     onto = _open(root, ontology)
     with onto.reader() as conn:
         if concept:
@@ -165,6 +176,8 @@ def search(query: str, root: Optional[Path] = RootOpt, ontology: Optional[str] =
            since: Optional[str] = typer.Option(None, "--since", help="Only what changed on or after this date."),
            as_json: bool = JsonOpt) -> None:
     """Search concepts and assertions: all-terms hits first (phrase, near, all, then partial), labelled."""
+    from ontology import search as search_mod
+
     onto = _open(root, ontology)
     filters = search_mod.parse_filters(status, concept, since)  # a SearchError is a UserError: see main()
     with onto.reader() as conn:

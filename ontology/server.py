@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import os
 import logging
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, AsyncIterator, Callable
@@ -18,6 +19,7 @@ from typing import Any, AsyncIterator, Callable
 import uvicorn
 from filelock import FileLock, Timeout
 from starlette.applications import Starlette
+from starlette.routing import Route
 
 from ontology.atomic import atomic_write
 from ontology.backend import Backend
@@ -25,7 +27,6 @@ from ontology.connections import raise_descriptor_limit, uvicorn_limits, watch_l
 from ontology.guard import Guard, is_loopback
 from ontology.errors import BadRequest, Conflict
 from ontology.http import EXCEPTION_HANDLERS, VERSION, Ingest, JsonIngest, Pools, routes
-from ontology.mcp_tools import build_mcp
 from ontology.watcher import DropWatcher
 
 log = logging.getLogger("kgbridge.server")
@@ -94,10 +95,7 @@ def build_app(root: Path, *, token: str | None = None, allow_remote_hosts: bool 
     def health() -> dict[str, Any]:
         return holder["app"].health()
 
-    mcp = build_mcp(backend, health, render, project_slug)
-    mcp_app = mcp.streamable_http_app(stateless_http=True, json_response=True,
-                                      # Host/Origin are checked by our Guard for every route alike.
-                                      transport_security=None, host="0.0.0.0")
+    mcp = LazyMCP(_mcp_builder(backend, health, render, project_slug))
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
@@ -106,23 +104,87 @@ def build_app(root: Path, *, token: str | None = None, allow_remote_hosts: bool 
         if watch:
             watcher.start()
         try:
-            async with mcp.session_manager.run():
-                yield
+            yield
         finally:
+            await mcp.close()
             if watch:
                 watcher.stop()
             backend.close()
 
-    # The MCP app's own route (/mcp), not the app mounted at "/": mounted, it answered every unknown path
-    # with its plain-text 404 instead of our error shape. Its lifespan is the session manager run above.
+    # The MCP SDK's own route (/mcp), not its app mounted at "/": mounted, it answered every unknown path
+    # with its plain-text 404 instead of our error shape. Its session manager runs from the first request.
     pools = Pools()
-    starlette = Starlette(routes=[*routes(backend, health, render, pools), *mcp_app.routes], lifespan=lifespan,
-                          exception_handlers=EXCEPTION_HANDLERS)
+    starlette = Starlette(routes=[*routes(backend, health, render, pools), Route("/mcp", endpoint=mcp)],
+                          lifespan=lifespan, exception_handlers=EXCEPTION_HANDLERS)
     # JSON ingests, the hot path, skip Starlette's layers (ontology.http.JsonIngest); the Guard checks all.
     app = App(backend, watcher, Guard(JsonIngest(starlette, Ingest(backend, pools)), token=token,
                                       allow_remote_hosts=allow_remote_hosts))
     holder["app"] = app
     return app
+
+
+class LazyMCP:
+    """MCP at /mcp, built on its first request. The MCP SDK (pydantic models and all) is about two
+    thirds of the server's start-up CPU, and most servers, every test's and a hook-only user's,
+    never see an MCP request. The SDK is imported in a worker thread, so the event loop keeps
+    answering meanwhile; requests that arrive while it loads wait for it. The SDK's session manager
+    then runs in a task of its own until `close` (the lifespan's end)."""
+
+    def __init__(self, build: Callable[[], tuple[Any, Route]]) -> None:
+        self._build = build
+        self._route: Route | None = None
+        self._ready: asyncio.Future[Route] | None = None
+        self._stop = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        route = self._route or await self._start()
+        await route.handle(scope, receive, send)
+
+    async def _start(self) -> Route:
+        if self._ready is None:
+            self._ready = asyncio.get_running_loop().create_future()
+            self._task = asyncio.create_task(self._run(self._ready))
+        return await asyncio.shield(self._ready)
+
+    async def _run(self, ready: asyncio.Future[Route]) -> None:
+        try:
+            mcp, route = await asyncio.to_thread(self._build)
+            async with mcp.session_manager.run():
+                self._route = route
+                ready.set_result(route)
+                await self._stop.wait()
+        except asyncio.CancelledError:
+            ready.cancel()
+            raise
+        except BaseException as exc:
+            if not ready.done():
+                ready.set_exception(exc)
+            raise
+
+    async def close(self) -> None:
+        self._stop.set()
+        if self._task is not None:
+            with contextlib.suppress(Exception):
+                await self._task
+
+
+def _mcp_builder(backend: Backend, health: Callable[[], dict[str, Any]], render: Callable[..., str] | None,
+                 project_slug: ProjectSlug | None) -> Callable[[], tuple[Any, Route]]:
+    def build() -> tuple[Any, Route]:
+        started = time.monotonic()
+        from ontology.mcp_tools import build_mcp
+
+        mcp = build_mcp(backend, health, render, project_slug)
+        mcp_app = mcp.streamable_http_app(stateless_http=True, json_response=True,
+                                          # Host/Origin are checked by our Guard for every route alike.
+                                          transport_security=None, host="0.0.0.0")
+        route, = mcp_app.routes  # /mcp, the one route the SDK adds without auth
+        # uvicorn's logger: the server log's other lines (startup, shutdown) are there
+        logging.getLogger("uvicorn.error").info("MCP at /mcp: SDK loaded on the first request in %.1f s",
+                                                time.monotonic() - started)
+        return mcp, route
+    return build
 
 
 class _Server(uvicorn.Server):

@@ -74,3 +74,20 @@ def test_show_prints_the_authors_brackets_verbatim(bridge):
     one = bridge.cli("show", key, "--ontology", "shop", env=wide)
     assert one.returncode == 0, one.stderr
     assert "[a-z0-9-]+" in " ".join(one.stdout.split()), one.stdout
+
+
+def test_the_verbs_run_most_often_start_without_loading_the_graph_nor_the_server_mcp():
+    """activate / status / flush / install-hooks / deactivate (hooks, scripts, the tests) never touch the
+    graph; `import kgbridge.cli` leaves it to the verbs that do (show, search, ingest, rebuild, project),
+    which halves those verbs' start-up. The MCP SDK is two thirds of a server's start-up."""
+    import subprocess
+    import sys
+
+    code = "import sys, kgbridge.cli; print(' '.join(sorted(sys.modules))); import kgbridge.serve; print(*sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    cli, serve = (set(line.split()) for line in done.stdout.splitlines())
+    heavy = {"ontology.ingest", "ontology.store", "ontology.search", "ontology.queries", "ontology.extract",
+             "projection.topic"}
+    assert not heavy & cli, heavy & cli
+    # nor does the server load the MCP SDK before the first /mcp request (ontology.server.LazyMCP)
+    assert "ontology.ingest" in serve and not {m for m in serve if m == "mcp" or m.startswith("mcp.")}

@@ -167,6 +167,34 @@ def payload(result):
     return json.loads(result.content[0].text)
 
 
+MCP_LOADED = "MCP at /mcp: SDK loaded on the first request"
+
+
+def test_mcp_loads_on_its_first_requests_once_and_stops_with_the_server(root, shop):
+    """The MCP SDK is most of the server's start-up: it loads on the first /mcp request (ontology.server
+    LazyMCP), once for clients that arrive together, and the server still stops gracefully after.
+    (That `import kgbridge.serve` does not import the SDK is tests/test_cli_errors.py's.)"""
+    server = ServerProcess(root).start()
+    try:
+        drop(shop, "db.md", memory("db", "Orders SQL database: postgres"))
+        wait_drained(shop)
+        assert httpx.get(f"{server.url}/ontologies/shop", timeout=10).status_code == 200
+        assert MCP_LOADED not in server.log.read_text(), "the SDK loaded before any /mcp request"
+
+        async def tools() -> set[str]:
+            async with Client(f"{server.url}/mcp") as client:
+                return {t.name for t in (await client.list_tools()).tools}
+
+        async def together() -> list[set[str]]:
+            return list(await asyncio.gather(*(tools() for _ in range(3))))
+
+        assert all("kg_search" in names for names in asyncio.run(together()))
+        assert server.log.read_text().count(MCP_LOADED) == 1
+    finally:
+        code = server.stop()
+    assert code == 0, server.log.read_text()[-2000:]
+
+
 def test_mcp_client_lists_and_calls_every_tool(server):
     async def run() -> None:
         async with Client(f"{server.url}/mcp") as client:

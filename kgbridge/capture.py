@@ -715,7 +715,7 @@ def _local_memory(database: Path, slug: str, max_bytes: int) -> str:
 
     from dataclasses import replace
 
-    from projection.render import render_memory
+    from projection.render import render_memory, utf8_bytes
     from projection.snapshot import memory_snapshot
 
     conn = sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=1.0)
@@ -723,7 +723,9 @@ def _local_memory(database: Path, slug: str, max_bytes: int) -> str:
         conn.execute("BEGIN")
         # Not mounted: the harness loads the host's own MEMORY.md itself, so the context adds only
         # what that index lacks (disputes, concepts it does not link), not the index a second time.
-        return render_memory(replace(memory_snapshot(conn, slug), host_index=None), CONTEXT_LINES, max_bytes)
+        # Bytes here, not the UTF-16 units MEMORY.md is measured in: Codex counts a context's bytes.
+        return render_memory(replace(memory_snapshot(conn, slug), host_index=None), CONTEXT_LINES, max_bytes,
+                             utf8_bytes)
     finally:
         conn.close()
 

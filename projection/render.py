@@ -3,21 +3,26 @@
 Invariant (render = charge): `render_memory` is the one function that decides what fits; it charges
 every line's UTF-8 bytes (plus its newline) as it takes it, reserves the closing line before spending,
 and cuts by priority, never by name: user and feedback rules first, then the host's own index in its
-order (verbatim, marks appended), then ranked additions. Never more than MAX_LINES lines and
-MAX_BYTES bytes. Same snapshot, same bytes.
+order (verbatim, marks appended), then ranked additions. Never more than MAX_LINES lines and MAX_UNITS
+UTF-16 code units (what Claude Code counts), except an author's index the harness would load whole, which is
+shown whole. Same snapshot, same bytes.
 """
 
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from projection.hostindex import Block, BlockKind, parse_index
 
-# Claude Code loads the first 200 lines or 25,000 characters of MEMORY.md; 24,000 bytes leaves
-# margin for multi-byte characters and a harness that counts bytes.
+# Claude Code loads the first 200 lines of MEMORY.md (trimmed), then cuts at the last newline within 25,000
+# UTF-16 code units (JavaScript's string length: a CJK character is 1 unit and 3 UTF-8 bytes, an emoji 2 units
+# and 4 bytes). Our budget is counted in that unit, 1,000 under it (harm13: counted in UTF-8 bytes, a Japanese
+# index Claude Code loads whole lost 74 of its 191 lines to MEMORY.full.md).
 MAX_LINES = 200
-MAX_BYTES = 24_000
+NATIVE_UNITS = 25_000
+MAX_UNITS = 24_000
 # Without a host index: share of the body kept for disputed claims, what native memory loses first.
 DISPUTED_SHARE = 0.4
 # With a host index the author's lines come first; the disputed section stays short above them.
@@ -145,18 +150,27 @@ def clip(text: str, limit: int = MAX_LINE_BYTES) -> str:
     return closed + "…"
 
 
-class _Budget:
-    """Lines and bytes spent so far; every line is charged on its encoded size as it is taken."""
+def utf16_units(text: str) -> int:
+    """The length Claude Code measures MEMORY.md in: UTF-16 code units (an astral character counts 2)."""
+    return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
 
-    def __init__(self, lines: int, size: int, reserve: str) -> None:
+
+def utf8_bytes(text: str) -> int:
+    return len(text.encode("utf-8"))
+
+
+class _Budget:
+    """Lines and size spent so far; every line is charged on its size (`measure`) as it is taken."""
+
+    def __init__(self, lines: int, size: int, reserve: str, measure: Callable[[str], int] = utf16_units) -> None:
+        self.measure = measure
         # The closing line is reserved up front, at its worst-case length.
         self.lines, self.bytes = lines - 1, size - self.cost(reserve)
         self.n_lines = 0
         self.used = 0
 
-    @staticmethod
-    def cost(line: str) -> int:
-        return len(line.encode("utf-8")) + 1  # the newline that follows it
+    def cost(self, line: str) -> int:
+        return self.measure(line) + 1  # the newline that follows it
 
     def fits(self, lines: list[str] | tuple[str, ...], byte_cap: int | None = None, line_cap: int | None = None) -> bool:
         size = sum(self.cost(line) for line in lines)
@@ -218,10 +232,13 @@ def index_cut(memory: str) -> bool:
     return lines[-1].startswith(FOOTER_PREFIX) and FULL_INDEX_NAME in lines[-1]
 
 
-def render_memory(snap: MemorySnapshot, max_lines: int = MAX_LINES, max_bytes: int = MAX_BYTES) -> str:
+def render_memory(snap: MemorySnapshot, max_lines: int = MAX_LINES, max_size: int = MAX_UNITS,
+                  measure: Callable[[str], int] = utf16_units) -> str:
+    """MEMORY.md within `max_lines` and `max_size` (`measure`: UTF-16 code units, as Claude Code counts the file
+    it loads; a context another harness cuts by bytes passes `utf8_bytes`)."""
     if snap.host_index is not None and snap.host_index.strip():
-        return _render_with_index(snap, max_lines, max_bytes)
-    return _render_ranked(snap, max_lines, max_bytes)
+        return _render_with_index(snap, max_lines, max_size, measure)
+    return _render_ranked(snap, max_lines, max_size, measure)
 
 
 def _take_disputed(snap: MemorySnapshot, budget: _Budget, shown: int, out: list[str], byte_cap: int,
@@ -262,8 +279,8 @@ def _take_concepts(concepts: list[ConceptLine], budget: _Budget, out: list[str],
     return shown
 
 
-def _render_ranked(snap: MemorySnapshot, max_lines: int, max_bytes: int) -> str:
-    budget = _Budget(max_lines, max_bytes, _footer(0, snap.n_concepts, snap.n_disputed))
+def _render_ranked(snap: MemorySnapshot, max_lines: int, max_bytes: int, measure: Callable[[str], int]) -> str:
+    budget = _Budget(max_lines, max_bytes, _footer(0, snap.n_concepts, snap.n_disputed), measure)
     out: list[str] = []
     for line in _header(snap, indexed=False):
         if budget.fits([line]):
@@ -305,25 +322,25 @@ def _is_rule(block: Block, snap: MemorySnapshot) -> bool:
     return block.rule_heading or any(c is not None and c.rule for c in concepts)
 
 
-def _native_window(blocks: list[Block], max_lines: int, max_bytes: int) -> int:
-    """How many blocks open within the index's first `max_lines` lines and `max_bytes` bytes: what a
+def _native_window(blocks: list[Block], max_lines: int, max_bytes: int, measure: Callable[[str], int]) -> int:
+    """How many blocks open within the index's first `max_lines` lines and `max_bytes` (in `measure`): what a
     harness reading MEMORY.md itself would show of it."""
     lines = size = 0
     for n, b in enumerate(blocks):
         if lines >= max_lines or size >= max_bytes:
             return n
         lines += len(b.lines)
-        size += sum(len(line.encode()) + 1 for line in b.lines)
+        size += sum(measure(line) + 1 for line in b.lines)
     return len(blocks)
 
 
-def _render_with_index(snap: MemorySnapshot, max_lines: int, max_bytes: int) -> str:
+def _render_with_index(snap: MemorySnapshot, max_lines: int, max_bytes: int, measure: Callable[[str], int]) -> str:
     blocks = parse_index(snap.host_index or "")
     lines = [_entry_lines(b, snap) for b in blocks]
     entries = [i for i, b in enumerate(blocks) if b.kind is BlockKind.ENTRY]
     # Two lines and bytes held back for the blank lines around the host's index (after the disputed
     # section, before the footer), so they are charged too.
-    budget = _Budget(max_lines - 2, max_bytes - 2, _footer(len(entries), snap.n_concepts, snap.n_disputed))
+    budget = _Budget(max_lines - 2, max_bytes - 2, _footer(len(entries), snap.n_concepts, snap.n_disputed), measure)
     header = _header(snap, indexed=True)
     if budget.fits(header):
         budget.take(header)
@@ -381,7 +398,7 @@ def _render_with_index(snap: MemorySnapshot, max_lines: int, max_bytes: int) -> 
     # 1. the rules an agent must follow, and the author's own lines (linking no file: they are nowhere
     # else) that a harness reading the file's first lines would show, in the index's order; 2. a short
     # disputed section, 3. the rest of the index in its order, 4. what the index does not link, ranked.
-    window = _native_window(blocks, max_lines, max_bytes)
+    window = _native_window(blocks, max_lines, max_bytes, measure)
     for i in entries:
         if _is_rule(blocks[i], snap) or (not blocks[i].targets and i < window):
             keep(i)
@@ -398,44 +415,49 @@ def _render_with_index(snap: MemorySnapshot, max_lines: int, max_bytes: int) -> 
     hidden_entries = sum(1 for i in entries if i not in kept or i in head)
     footer = _footer(hidden_entries, snap.n_concepts - shown, snap.n_disputed - shown_disputed)
     cut = head or any(i not in kept and b.kind is not BlockKind.BLANK for i, b in enumerate(blocks))
-    if cut and _fits_natively(blocks, max_lines, max_bytes):
-        return _render_index_first(snap, blocks, lines, max_lines, max_bytes)
+    if cut and _fits_natively(blocks, max_lines, max_bytes, measure):
+        return _render_index_first(snap, blocks, lines, max_lines, max_bytes, measure)
     out = header + disputed + ([""] if disputed and body and body[0].strip() else []) + body + additions
     if out and out[-1].strip():
         out.append("")
     return "\n".join([*out, footer]) + "\n"
 
 
-def _fits_natively(blocks: list[Block], max_lines: int, max_bytes: int) -> bool:
-    """The author's whole index is within what a harness reading MEMORY.md itself shows."""
+def _fits_natively(blocks: list[Block], max_lines: int, max_bytes: int, measure: Callable[[str], int]) -> bool:
+    """The author's whole index is within what a harness reading MEMORY.md itself shows: `max_lines`, and the
+    harness's own size cap (NATIVE_UNITS, 1,000 over our budget) when the budget is ours (MAX_UNITS)."""
     plain = [line for b in blocks for line in b.lines]
-    return len(plain) <= max_lines and sum(_Budget.cost(line) for line in plain) <= max_bytes
+    cap = NATIVE_UNITS if (measure is utf16_units and max_bytes == MAX_UNITS) else max_bytes
+    return len(plain) <= max_lines and sum(measure(line) + 1 for line in plain) <= cap
 
 
 def _render_index_first(snap: MemorySnapshot, blocks: list[Block], lines: list[tuple[str, ...]], max_lines: int,
-                        max_bytes: int) -> str:
+                        max_bytes: int, measure: Callable[[str], int]) -> str:
     """An index the harness would show whole, but not with our lines around it (a 199-line index): every
     author line stays, since without kgbridge the agent would read them all. Marks are appended in the
     index's order while bytes remain, then our header and footer only if they still fit; no disputed
     section or additions (the footer counts them when it fits)."""
+    def cost(line: str) -> int:
+        return measure(line) + 1
+
     room_lines = max_lines - sum(len(b.lines) for b in blocks)
-    room_bytes = max_bytes - sum(_Budget.cost(line) for b in blocks for line in b.lines)
+    room_bytes = max_bytes - sum(cost(line) for b in blocks for line in b.lines)  # < 0: the author's lines alone
     body: list[str] = []
     for b, own in zip(blocks, lines):
-        extra = sum(_Budget.cost(line) for line in own) - sum(_Budget.cost(line) for line in b.lines)
+        extra = sum(cost(line) for line in own) - sum(cost(line) for line in b.lines)
         if own is not b.lines and extra <= room_bytes:
             body += own
             room_bytes -= extra
         else:
             body += b.lines
     header = _header(snap, indexed=True)
-    if len(header) <= room_lines and sum(_Budget.cost(line) for line in header) <= room_bytes:
+    if len(header) <= room_lines and sum(cost(line) for line in header) <= room_bytes:
         room_lines -= len(header)
-        room_bytes -= sum(_Budget.cost(line) for line in header)
+        room_bytes -= sum(cost(line) for line in header)
     else:
         header = []
     tail = ["", _footer(0, snap.n_concepts, snap.n_disputed)] if body and body[-1].strip() else [
         _footer(0, snap.n_concepts, snap.n_disputed)]
-    if not (len(tail) <= room_lines and sum(_Budget.cost(line) for line in tail) <= room_bytes):
+    if not (len(tail) <= room_lines and sum(cost(line) for line in tail) <= room_bytes):
         tail = []
     return "\n".join([*header, *body, *tail]) + "\n"

@@ -7,7 +7,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from projection.rank import ConceptStats, rank
-from projection.render import (DISPUTED_SHARE, FOOTER_TAIL, MAX_BYTES, MAX_LINES, ConceptLine, DisputedLine,
+from projection.render import (DISPUTED_SHARE, FOOTER_TAIL, MAX_LINES, MAX_UNITS, NATIVE_UNITS, ConceptLine,
+                               DisputedLine, utf16_units,
                                MemorySnapshot, clip, index_cut, render_memory)
 
 WIDE = ["a", "é", "漢字", "🧠", "e\u0301", "ß", "ﷺ", "\u200d", "𝔘", "—"]
@@ -30,16 +31,15 @@ def snapshot(n_concepts: int, n_disputed: int, gist_len: int, seed: int) -> Memo
 
 
 def _check(text: str, snap: MemorySnapshot) -> None:
-    data = text.encode("utf-8")
-    assert len(data) <= MAX_BYTES
+    assert utf16_units(text) <= MAX_UNITS
     assert len(text.splitlines()) <= MAX_LINES
     shown = [d for d in snap.disputed if f"{d.text[:40]}" in text]
     assert shown == snap.disputed[: len(shown)], "disputed claims appear in order, none skipped"
     if snap.disputed and len(shown) < len(snap.disputed):
         lines = [ln for ln in text.splitlines() if ln.startswith("- **")]
-        used = sum(len(ln.encode()) + 1 for ln in lines)
+        used = sum(utf16_units(ln) + 1 for ln in lines)
         # The reserved part was filled: one more line would have crossed the share of lines or bytes.
-        assert used + 450 > DISPUTED_SHARE * (MAX_BYTES - 1000) or len(lines) + 2 > DISPUTED_SHARE * (MAX_LINES - 6)
+        assert used + 450 > DISPUTED_SHARE * (MAX_UNITS - 1000) or len(lines) + 2 > DISPUTED_SHARE * (MAX_LINES - 6)
     assert text.splitlines()[-1].endswith(FOOTER_TAIL)
 
 
@@ -108,7 +108,7 @@ def test_a_snapshot_cut_to_what_fits_renders_exactly_as_the_whole_graph(root):
     assert len(cut.concepts) == MAX_LINES < len(whole.concepts) == cut.n_concepts
     assert len(cut.disputed) == MAX_LINES < len(whole.disputed) == cut.n_disputed
     assert render_memory(cut) == render_memory(whole)
-    assert render_memory(cut, max_bytes=10_000) == render_memory(whole, max_bytes=10_000)
+    assert render_memory(cut, max_size=10_000) == render_memory(whole, max_size=10_000)
 
 
 def test_without_a_host_index_rules_come_first_and_single_source_claims_carry_no_label():
@@ -156,8 +156,7 @@ def test_an_index_over_budget_is_cut_by_priority_rules_first_never_by_name():
     index = _host_index(30, 400, "a long hook that takes room " * 3)
     snap = _indexed_snapshot(index, 30)
     text = render_memory(snap)
-    data = text.encode()
-    assert len(data) <= MAX_BYTES and len(text.splitlines()) <= MAX_LINES
+    assert utf16_units(text) <= MAX_UNITS and len(text.splitlines()) <= MAX_LINES
     assert all(f"](feedback_{i}.md)" in text for i in range(30)), "every rule survives the cut"
     assert "](project_0.md)" in text and "](project_399.md)" not in text, "the rest in the index's order"
     shown = sum(1 for i in range(400) if f"](project_{i}.md)" in text)
@@ -175,7 +174,7 @@ def test_the_authors_own_top_lines_are_not_pushed_out_by_rules_below_them():
     rules = [f"- [Rule {i}](feedback_{i}.md) — never a long hook that takes room {i}" for i in range(300)]
     index = "\n".join([*top, *rules, "", "- Footnote far below the first 200 lines."]) + "\n"
     text = render_memory(_indexed_snapshot(index, 300))
-    assert len(text.encode()) <= MAX_BYTES and len(text.splitlines()) <= MAX_LINES
+    assert utf16_units(text) <= MAX_UNITS and len(text.splitlines()) <= MAX_LINES
     out = text.splitlines()
     assert out[1:5] == top[:4], out[:6]
     assert "- [Rule 0](feedback_0.md) — never a long hook that takes room 0" in out
@@ -189,13 +188,13 @@ def test_an_index_a_harness_shows_whole_is_shown_whole(n_lines, hook):
     Every author line stays, in order; marks, header and footer only where room is left."""
     index = "\n".join(["# Memory", *(f"- [Rule {i}](feedback_{i}.md) — {hook} {i}" for i in range(n_lines - 1))])
     index += "\n"
-    assert len(index.encode()) <= MAX_BYTES
+    assert utf16_units(index) <= MAX_UNITS
     snap = _indexed_snapshot(index, n_lines - 1, marks="1 disputed")
     snap = MemorySnapshot(snap.ontology, snap.generated, snap.counts, snap.concepts,
                           [DisputedLine("feedback_0.md", "a claim", "CONTESTED", "for: a.md / against: b.md")],
                           host_index=index, indexed=snap.indexed)
     text = render_memory(snap)
-    assert len(text.encode()) <= MAX_BYTES and len(text.splitlines()) <= MAX_LINES
+    assert utf16_units(text) <= MAX_UNITS and len(text.splitlines()) <= MAX_LINES
     authored = [ln.split(" ⟨kg: ")[0] for ln in text.splitlines()
                 if ln.startswith(("# Memory", "- [Rule "))]
     assert authored == index.splitlines(), "every line of the author's index, in its order"
@@ -211,14 +210,16 @@ def test_memory_with_a_host_index_stays_within_budget(n_feedback, n_project, hoo
                           [DisputedLine("x.md", _text(seed + i, hook_len), "CONTESTED", "for: a.md / against: b.md")
                            for i in range(n_disputed)], host_index=index, indexed=snap.indexed)
     text = render_memory(snap)
-    assert len(text.encode()) <= MAX_BYTES and len(text.splitlines()) <= MAX_LINES
-    whole = len(index.splitlines()) <= MAX_LINES and len(index.encode()) <= MAX_BYTES
+    whole = len(index.splitlines()) <= MAX_LINES and utf16_units(index) <= NATIVE_UNITS
+    # Past our budget only by the author's own lines, when Claude Code would load them all itself.
+    assert utf16_units(text) <= max(MAX_UNITS, utf16_units(index) if whole else 0)
+    assert len(text.splitlines()) <= MAX_LINES
     if whole:  # a harness would show it all: so do we, our lines only where room is left
         shown = {ln.split(" ⟨kg: ")[0] for ln in text.splitlines()}
         assert all(ln in shown for ln in index.splitlines())
     else:
         assert text.splitlines()[-1].endswith(FOOTER_TAIL)
-    if len(index.encode()) + 2000 < MAX_BYTES and len(index.splitlines()) + 20 < MAX_LINES:
+    if utf16_units(index) + 2000 < MAX_UNITS and len(index.splitlines()) + 20 < MAX_LINES:
         assert all(f"](feedback_{i}.md)" in text for i in range(n_feedback))
 
 
@@ -280,3 +281,55 @@ def test_a_clipped_line_closes_the_bidi_isolate_it_opens():
     text = "התור רץ על \u2066`queue_v2` עם עובדים רבים\u2069 " * 3
     clipped = clip(text, 40)
     assert clipped.count("\u2066") == clipped.count("\u2069") and len(clipped.encode()) <= 40
+
+
+def _js_length(text: str) -> int:
+    return len(text.encode("utf-16-le")) // 2
+
+
+def _harness_loads(memory: str) -> list[str]:
+    """The lines Claude Code loads of a MEMORY.md (measured on 2.1.2xx): the text trimmed, its first 200
+    lines, then cut at the last newline within 25,000 UTF-16 code units (JavaScript's string length)."""
+    lines = memory.strip().split("\n")[:200]
+    text = "\n".join(lines)
+    if _js_length(text) > 25_000:
+        at = max(i for i in range(len(text)) if text[i] == "\n" and _js_length(text[:i]) <= 25_000)
+        text = text[:at]
+    return text.split("\n")
+
+
+_SCRIPTS = {  # one entry's hook per script, in our own words
+    "japanese": "ビルドは毎朝六時に走る。作業の前に必ずこのファイルを確認すること、番号",
+    "chinese": "每天早上六点构建，每次任务前都要检查这一条规则，不要忘记，否则会出错，编号",
+    "russian": "Сборка идёт каждое утро в шесть; проверять перед каждой задачей, номер",
+    "greek": "Η κατασκευή τρέχει κάθε πρωί στις έξι· έλεγχος πριν από κάθε εργασία, αριθμός",
+    "ascii": "The build runs every morning at six; check this file before every task of this kind, number",
+}
+
+
+@pytest.mark.parametrize("script", sorted(_SCRIPTS))
+def test_an_index_claude_code_loads_whole_is_shown_whole_in_any_script(script):
+    """harm13: Claude Code cuts MEMORY.md at 200 lines and 25,000 UTF-16 code units, and we counted our budget
+    in UTF-8 bytes. A Japanese index of 190 entries (~36,000 bytes, ~14,000 units) that Claude Code loads whole
+    from the folder lost its last ~70 entries to MEMORY.full.md through the mount; Cyrillic and Greek lose
+    half as many bytes again, and an ASCII index between 24,000 and 25,000 units lost its last lines too. Every
+    line Claude Code would load of the author's index is in our MEMORY.md, and Claude Code loads all of ours.
+    Fails with the budget counted in bytes (`render.utf16_units` -> UTF-8 length)."""
+    hook = _SCRIPTS[script]
+    n = 0
+    lines = ["# Memory", ""]
+    while True:  # as many entries as fit 196 lines and 24,900 units: a harness loads it whole
+        entry = f"- [Entry {n}](project_{n}.md) — {hook} {n}"
+        if len(lines) >= 196 or _js_length("\n".join([*lines, entry])) > 24_900:
+            break
+        lines.append(entry)
+        n += 1
+    index = "\n".join(lines) + "\n"
+    assert _harness_loads(index) == index.rstrip("\n").split("\n"), "the folder's own index is loaded whole"
+    text = render_memory(_indexed_snapshot(index, 0))
+    loaded = _harness_loads(text)
+    assert loaded == text.rstrip("\n").split("\n"), "Claude Code loads the whole of what we serve"
+    shown = [ln.split(" ⟨kg: ")[0] for ln in loaded]
+    assert [ln for ln in shown if ln.startswith(("# Memory", "- [Entry"))] == [ln for ln in lines if ln], \
+        "every author line, in order"
+    assert not index_cut(text)

@@ -15,7 +15,7 @@ import sqlite3
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Iterator, Mapping
+from typing import Iterable, Iterator, Mapping
 
 from ontology import aggregate, queries, search, supersession, timeline
 from ontology.aggregate import Held, Term
@@ -105,6 +105,19 @@ class GraphWriter:
         self._search_artifact: list[tuple[bool, int, object, bool]] = []
         self._search_batch: list[tuple[bool, int, object, bool]] = []
         self._concept_fields: dict[int, tuple[str, str, str, str]] = {}  # held fields, newest, per concept
+        # Per assertion, the change of its direct aggregates (w_pos, n_pos, w_neg, n_neg, w_cross, n_cross)
+        # that this artifact's stance changes make, held until `_reweigh` reads the row anyway and writes
+        # it once with its verdict: one read-modify-write per row instead of an UPDATE by delta, then a
+        # read, then an UPDATE of the verdict (apply13). Empty outside `_apply` / `_forget`.
+        self._verdict_deltas: dict[int, list[int]] = {}
+        # Within one artifact (`_apply`): the owning concept of each assertion its statements may restate
+        # and the type of each concept involved, read for all of them in one statement before the
+        # statements are applied and kept current as the artifact moves owners or writes concepts, so
+        # that `_maybe_move_owner` reads nothing for a claim the graph already knew (apply13).
+        self._owners: dict[int, int] = {}
+        self._types: dict[int, str] = {}
+        # Each source's (reliability, kind), as `_record` read it: set once when the source is created.
+        self._source_meta: dict[int, tuple[float, str]] = {}
 
     def seen(self, identity: str, sha256: str) -> bool:
         """A duplicate: the same bytes as the source's newest version. Older bytes coming back (an edit
@@ -144,6 +157,8 @@ class GraphWriter:
         try:
             result = self._apply(artifact, extraction, channel, received_at)
         except BaseException:
+            self._verdict_deltas.clear()
+            self._clear_artifact_state()
             self.near.forget()  # rolled-back ids may be handed out again
             self._search_artifact.clear()
             self._concept_fields = {op[1]: op[2] for op in self._search_batch if not op[0]}  # type: ignore[misc]
@@ -160,6 +175,13 @@ class GraphWriter:
         self._search_batch.extend(self._search_artifact)
         self._search_artifact.clear()
         return result
+
+    def _clear_artifact_state(self) -> None:
+        """What one artifact's apply holds about rows it read: never carried to another artifact (a
+        rolled-back source's id may be handed out again, with another kind)."""
+        self._owners.clear()
+        self._types.clear()
+        self._source_meta.clear()
 
     def _index_assertion(self, assertion_id: int, text: str, *, replace: bool) -> None:
         self._search_artifact.append((True, assertion_id, text, replace))
@@ -201,9 +223,10 @@ class GraphWriter:
                      (artifact.source_identity, kind.value, RELIABILITY[kind]))
         # The source's row and its next version number in one statement (apply11: each statement is
         # ~5-10 µs of a single POST's fixed cost whatever it reads).
-        source_id, current_ts, deleted_at, version = conn.execute(
-            "SELECT id, current_ts, deleted_at, (SELECT count(*) + 1 FROM artifacts WHERE source_id=sources.id) "
-            "FROM sources WHERE identity=?", (artifact.source_identity,)).fetchone()
+        source_id, current_ts, deleted_at, version, reliability, kind_value = conn.execute(
+            "SELECT id, current_ts, deleted_at, (SELECT count(*) + 1 FROM artifacts WHERE source_id=sources.id), "
+            "reliability, kind FROM sources WHERE identity=?", (artifact.source_identity,)).fetchone()
+        self._source_meta[source_id] = (reliability, kind_value)
         artifact_id = conn.execute(
             "INSERT INTO artifacts(sha256, source_id, filename, kind, channel, version, timestamp, received_at, notes)"
             " VALUES(?,?,?,?,?,?,?,?,?)",
@@ -215,6 +238,7 @@ class GraphWriter:
         """A tombstone: the file is gone, so its source withdraws every current stance (kept in history
         as stance 0 under this artifact) and its text leaves the projection. Always current: the
         bridge sends events in the order they happened on disk, whatever the files' own dates say."""
+        self._clear_artifact_state()
         ts = normalize_ts(artifact.timestamp, received_at)
         source_id, artifact_id, version, _, _ = self._record(artifact, extraction, channel, received_at, ts)
         touched = self._withdraw(source_id, artifact_id, ts)
@@ -317,6 +341,7 @@ class GraphWriter:
         conn = self.conn
         ts = normalize_ts(artifact.timestamp, received_at)
         self._upserted.clear()  # another artifact: another timestamp to record
+        self._clear_artifact_state()
         retired = self._rekey(artifact, extraction) if artifact.moved_from else None
         source_id, artifact_id, version, current_ts, deleted_at = self._record(
             artifact, extraction, channel, received_at, ts)
@@ -330,6 +355,7 @@ class GraphWriter:
         identifiers: dict[str, tuple[int, str, int]] = {}
         statement_ids: list[int] = []
         known = self._assertion_ids([statement.proposition.key for statement in extraction.statements])
+        self._read_owners(known.values())
         for statement in extraction.statements:
             concept_id = self._resolve_concept(statement, extraction, ts)
             assertion_id = self._assertion_for(statement, concept_id, ts, known)
@@ -521,25 +547,35 @@ class GraphWriter:
 
     def _write_concept(self, decl: ConceptDecl, ts: str) -> int:
         conn = self.conn
-        row = conn.execute("SELECT id, authoritative FROM concepts WHERE key=?", (decl.key,)).fetchone()
+        row = conn.execute("SELECT id, authoritative, name, title, description, type FROM concepts WHERE key=?",
+                           (decl.key,)).fetchone()
+        # The searchable fields the row holds after the write, from what it held and what is written (the
+        # UPDATEs' coalesce, in Python), instead of reading the row back (apply13).
         if row is None:
             concept_id = conn.execute(
                 "INSERT INTO concepts(key, name, type, title, description, authoritative, created_at, updated_at)"
                 " VALUES(?,?,?,?,?,?,?,?)", (decl.key, decl.name, decl.type, decl.title, decl.description,
                                              int(decl.authoritative), ts, ts)).lastrowid
+            self._types[concept_id] = decl.type
+            indexed = (decl.key, decl.name, decl.title or "", decl.description or "")
         elif decl.authoritative:
             concept_id = row[0]
+            self._types[concept_id] = decl.type
             conn.execute("UPDATE concepts SET name=?, type=?, title=coalesce(?, title), description=?, "
                          "authoritative=1, updated_at=max(updated_at, ?) WHERE id=?",
                          (decl.name, decl.type, decl.title, decl.description, ts, concept_id))
+            title = decl.title if decl.title is not None else row[3]
+            indexed = (decl.key, decl.name, title or "", decl.description or "")
         else:
             concept_id = row[0]
+            self._types[concept_id] = row[5]  # a hint never changes the type
             conn.execute("UPDATE concepts SET title=coalesce(title, ?), description=coalesce(description, ?), "
                          "updated_at=max(updated_at, ?) WHERE id=?", (decl.title, decl.description, ts, concept_id))
             if decl.title is None and decl.description is None:
                 return concept_id  # a bare hint changes no searchable field
-        r = conn.execute("SELECT key, name, title, description FROM concepts WHERE id=?", (concept_id,)).fetchone()
-        indexed = (r[0], r[1], r[2] or "", r[3] or "")
+            title = row[3] if row[3] is not None else decl.title
+            description = row[4] if row[4] is not None else decl.description
+            indexed = (decl.key, row[2], title or "", description or "")
         if row is not None:
             old = self._concept_fields.get(concept_id) or conn.execute(
                 "SELECT key, name, title, description FROM concepts_fts WHERE rowid=?", (concept_id,)).fetchone()
@@ -552,12 +588,14 @@ class GraphWriter:
         """The concept a statement belongs to: the first it mentions that the graph knows, else its own."""
         if statement.mentions:
             marks = ",".join("?" * len(statement.mentions))
-            known = {r[0]: r[1] for r in self.conn.execute(
-                f"SELECT key, id FROM concepts WHERE key IN ({marks}) AND type NOT IN ('section', 'ledger')",
+            known = {r[0]: (r[1], r[2]) for r in self.conn.execute(
+                f"SELECT key, id, type FROM concepts WHERE key IN ({marks}) AND type NOT IN ('section', 'ledger')",
                 statement.mentions)}
             for key in statement.mentions:
                 if key in known:
-                    return known[key]
+                    concept_id, concept_type = known[key]
+                    self._types[concept_id] = concept_type
+                    return concept_id
         decl = next((d for d in extraction.concepts if d.key == statement.concept),
                     ConceptDecl(statement.concept, statement.concept, "section", authoritative=False))
         return self._upsert_concept(decl, ts)
@@ -570,6 +608,15 @@ class GraphWriter:
         for marks, chunk in in_chunks(sorted(set(keys))):
             found.update(self.conn.execute(f"SELECT key, id FROM assertion_rows WHERE key IN ({marks})", chunk))
         return found
+
+    def _read_owners(self, assertion_ids: Iterable[int]) -> None:
+        """The owning concept of each of these assertions and its type, in one statement (apply13)."""
+        for marks, chunk in in_chunks(sorted(set(assertion_ids))):
+            for assertion_id, concept_id, concept_type in self.conn.execute(
+                    f"SELECT a.id, a.concept_id, c.type FROM assertion_rows a JOIN concepts c ON c.id = a.concept_id "
+                    f"WHERE a.id IN ({marks})", chunk):
+                self._owners[assertion_id] = concept_id
+                self._types[concept_id] = concept_type
 
     def _assertion_for(self, statement: Statement, concept_id: int, ts: str, known: dict[str, int]) -> int:
         """Find the assertion this statement restates (exact key, looked up in `known`, else
@@ -584,6 +631,7 @@ class GraphWriter:
                                                   " ".join(sorted(prop.tokens)), len(prop.tokens), prop.slot,
                                                   prop.value, ts)
             known[prop.key] = assertion_id
+            self._owners[assertion_id] = concept_id
             self.near.add(assertion_id, keys)
             self._index_assertion(assertion_id, statement.text, replace=False)
             return assertion_id
@@ -603,10 +651,18 @@ class GraphWriter:
     def _maybe_move_owner(self, assertion_id: int, concept_id: int, statement: Statement) -> None:
         """A memory file's own statement re-anchors an assertion first heard in a ledger or document."""
         conn = self.conn
-        owner_type, new_type = conn.execute(
-            "SELECT c.type, (SELECT type FROM concepts WHERE id=?) FROM assertion_rows a JOIN concepts c "
-            "ON c.id=a.concept_id WHERE a.id=?", (concept_id, assertion_id)).fetchone()
+        owner = self._owners.get(assertion_id)
+        owner_type = self._types.get(owner) if owner is not None else None  # type: ignore[arg-type]
+        new_type = self._types.get(concept_id)
+        if owner_type is None or new_type is None:  # a near-duplicate, or a concept not read yet
+            owner, owner_type, new_type = conn.execute(
+                "SELECT a.concept_id, c.type, (SELECT type FROM concepts WHERE id=?) FROM assertion_rows a "
+                "JOIN concepts c ON c.id=a.concept_id WHERE a.id=?", (concept_id, assertion_id)).fetchone()
+            self._owners[assertion_id] = owner
+            self._types[owner] = owner_type
+            self._types[concept_id] = new_type
         if _owner_rank(new_type) > _owner_rank(owner_type):
+            self._owners[assertion_id] = concept_id
             conn.execute("UPDATE assertion_rows SET concept_id=?, text=? WHERE id=?",
                          (concept_id, statement.text, assertion_id))
             conn.execute("UPDATE verdicts SET polarity=? WHERE assertion_id=?",
@@ -638,7 +694,9 @@ class GraphWriter:
                 after.pop(assertion_id, None)
             else:
                 after[assertion_id] = Held(assertion_id, change[0], *place[assertion_id])
-        reliability, kind = conn.execute("SELECT reliability, kind FROM sources WHERE id=?", (source_id,)).fetchone()
+        meta = self._source_meta.get(source_id)
+        reliability, kind = meta if meta is not None else conn.execute(
+            "SELECT reliability, kind FROM sources WHERE id=?", (source_id,)).fetchone()
         self._move_aggregates(aggregate.delta(before, after, memory=aggregate.is_memory_kind(kind)), weight_units(reliability))
 
         withdrawn = sorted(a for a, change in changes.items() if change is None and a in before)
@@ -675,10 +733,14 @@ class GraphWriter:
             else:
                 raise AssertionError(f"unhandled term {term}")
         conn = self.conn
-        _many(conn, 
-            "UPDATE verdicts SET w_pos=w_pos+?, n_pos=n_pos+?, w_neg=w_neg+?, n_neg=n_neg+?, w_cross=w_cross+?, "
-            "n_cross=n_cross+? WHERE assertion_id=?",
-            [(p * units, p, n * units, n, c * units, c, aid) for aid, (p, n, c) in sorted(per_assertion.items())])
+        pending = self._verdict_deltas
+        for aid, (p, n, c) in per_assertion.items():  # written by `_reweigh`, with the row's verdict
+            held = pending.get(aid)
+            if held is None:
+                pending[aid] = [p * units, p, n * units, n, c * units, c]
+            else:
+                for i, add in enumerate((p * units, p, n * units, n, c * units, c)):
+                    held[i] += add
         _many(conn, "INSERT INTO slots(slot, w_claim, n_claim) VALUES(?,?,?) ON CONFLICT(slot) DO UPDATE "
                          "SET w_claim=w_claim+excluded.w_claim, n_claim=n_claim+excluded.n_claim", slots)
         _many(conn, "INSERT INTO slot_values(slot, value, w_only, n_only) VALUES(?,?,?,?) ON CONFLICT(slot, value)"
@@ -692,28 +754,46 @@ class GraphWriter:
         alternative in their slots: O(assertions involved), never O(sources). A slot's rows are
         adjacent in `verdicts`, so its k alternatives are read and rewritten on a page or two."""
         conn = self.conn
+        pending, self._verdict_deltas = self._verdict_deltas, {}
         targets = set(assertion_ids)
         for marks, chunk in in_chunks(sorted(assertion_ids)):
             targets.update(r[0] for r in conn.execute(
                 f"SELECT sib.assertion_id FROM verdicts a JOIN verdicts sib ON sib.slot = a.slot "
                 f"WHERE a.assertion_id IN ({marks}) AND a.slot != ''", chunk))
+        # A change of aggregates outside the rows re-weighed is written alone, as it always was (the
+        # terms of one source's change stay within the slots of the assertions it changed, so this is
+        # normally empty).
+        _many(conn, "UPDATE verdicts SET w_pos=w_pos+?, n_pos=n_pos+?, w_neg=w_neg+?, n_neg=n_neg+?, "
+                    "w_cross=w_cross+?, n_cross=n_cross+? WHERE assertion_id=?",
+              [(*pending[aid], aid) for aid in sorted(pending.keys() - targets)])
         relabelled, same_label = [], []
+        none = (0, 0, 0, 0, 0, 0)
         for slot, assertion_id, polarity, *stored, status in queries.aggregates(conn, targets, with_slot=True,
                                                                                with_status=True):
+            add = pending.get(assertion_id, none)
+            if add is not none:
+                for i in range(6):
+                    stored[i] += add[i]
             verdict = aggregate.weigh_stored(polarity, *stored)
-            values = (verdict.belief, verdict.plausibility, verdict.conflict, verdict.n_for, verdict.n_against, ts,
-                      slot, assertion_id)
+            values = (*add, verdict.belief, verdict.plausibility, verdict.conflict, verdict.n_for, verdict.n_against,
+                      ts, slot, assertion_id)
             if verdict.label.value == status:
                 same_label.append(values)
             else:
                 relabelled.append((verdict.label.value, *values))
+        # One write per row: the aggregates' change (kept in memory since `set_stances`) and the verdict.
         # SQLite rewrites an index entry whenever its column is SET, even to the value it holds: most
         # re-weighs keep the label, and leaving `status` out of their UPDATE spares the status index
         # (5.7 of a repetitive single POST's 56 WAL pages; ADR 0007, "Session 7").
-        _many(conn, "UPDATE verdicts SET status=?, belief=?, plausibility=?, conflict=?, n_for=?, "
-                         "n_against=?, updated_at=max(updated_at, ?) WHERE slot=? AND assertion_id=?", relabelled)
-        _many(conn, "UPDATE verdicts SET belief=?, plausibility=?, conflict=?, n_for=?, "
-                         "n_against=?, updated_at=max(updated_at, ?) WHERE slot=? AND assertion_id=?", same_label)
+        _many(conn, "UPDATE verdicts SET status=?, " + _AGGREGATE_SET + ", belief=?, plausibility=?, conflict=?, "
+                    "n_for=?, n_against=?, updated_at=max(updated_at, ?) WHERE slot=? AND assertion_id=?", relabelled)
+        _many(conn, "UPDATE verdicts SET " + _AGGREGATE_SET + ", belief=?, plausibility=?, conflict=?, n_for=?, "
+                    "n_against=?, updated_at=max(updated_at, ?) WHERE slot=? AND assertion_id=?", same_label)
+
+
+# The stored aggregates' columns, moved by what `_move_aggregates` held for the row.
+_AGGREGATE_SET = ("w_pos=w_pos+?, n_pos=n_pos+?, w_neg=w_neg+?, n_neg=n_neg+?, w_cross=w_cross+?, "
+                  "n_cross=n_cross+?")
 
 
 def _timed_rows(source_id: int, extraction: Extraction, statement_ids: list[int],

@@ -131,3 +131,30 @@ def test_a_withdrawn_rival_value_stops_denying_the_others(onto):
     assert (views["Orders DB: postgres"].status, views["Orders DB: postgres"].n_against) == ("AFFIRMATIVE", 0)
     assert (views["Orders DB: mysql"].status, views["Orders DB: mysql"].n_for) == ("CONTRADICTORY", 0)
     assert_stored_equals_recount(onto.paths.database)
+
+
+def test_each_verdict_row_is_written_once_per_artifact(onto):
+    """The aggregates' change and the verdict computed from it reach a row in one UPDATE: the writer keeps
+    the delta in memory until it re-weighs the row (apply13), instead of an UPDATE by delta, a read and a
+    second UPDATE. A source switching slot values changes both rivals' aggregates and both verdicts."""
+    def mem(name: str, when: int, body: str) -> bytes:
+        return f"---\nname: {name}\ndescription: db\nmodified: 2026-04-0{when}T10:00:00Z\n---\n{body}\n".encode()
+    onto.ingest("a.md", mem("a", 1, "- Orders DB: postgres\n- Tests run with pytest"), Channel.CLI)
+    onto.ingest("b.md", mem("b", 1, "- Orders DB: mysql\n- Tests run with pytest"), Channel.CLI)
+    statements: list[str] = []
+    with onto._exclusive() as writer:
+        writer.conn.set_trace_callback(statements.append)
+    try:
+        onto.ingest("b.md", mem("b", 2, "- Orders DB: postgres\n- Tests never run with pytest"), Channel.CLI)
+    finally:
+        with onto._exclusive() as writer:
+            writer.conn.set_trace_callback(None)
+    written: dict[str, int] = {}
+    for sql in statements:
+        if sql.startswith("UPDATE verdicts"):
+            row = sql.rsplit("assertion_id=", 1)[1]
+            written[row] = written.get(row, 0) + 1
+    assert len(written) == 3 and set(written.values()) == {1}, written  # both rivals and the negated claim
+    # and the source's weight comes from the row the writer read for its version, not a second read
+    assert not [s for s in statements if s.startswith("SELECT reliability, kind FROM sources")], statements
+    assert_stored_equals_recount(onto.paths.database)

@@ -125,6 +125,10 @@ class _KeyFilter:
         return bool(bits[spot >> 3] >> (spot & 7) & 1)
 
 
+def _score(scored: tuple[float, int]) -> float:
+    return scored[0]
+
+
 @lru_cache(maxsize=128)
 def _lookup_sql(n_subsets: int, n_bands: int) -> str:
     """One row, one column per key: that key's first ROWS_PER_KEY assertion ids in `subsets` (the rows
@@ -145,7 +149,12 @@ class NearDuplicateIndex:
         # never reused except after a rollback, which must call `forget`. The tokens are a tuple of distinct
         # interned strings, not a frozenset of fresh ones: ~170 bytes an entry instead of ~1 KB (a set of
         # five takes a 32-slot table), so a full cache is ~11 MiB, not ~65 (ADR 0007, "Session 12").
+        # An assertion this writer creates enters the cache as it is filed (`add`): it is a candidate of
+        # later statements far more often than not, and was a SQL fetch at its first candidacy.
         self._cache: dict[int, tuple[tuple[str, ...], str | None, str | None, int]] = {}
+        # assertion id -> its text, for the swap check (`_best`), read at its first check; changes with the
+        # text (`changed`), goes with the cache.
+        self._texts: dict[int, str] = {}
         # subsets_recent as key -> its assertion id (most keys hold one: a bare int, 6 MiB at RECENT_ROWS
         # rows where one-item lists took 10), or its ids oldest first, and the number of rows; None: read
         # it back from the table at the next use (on open, after a rollback, after another writer's commit).
@@ -161,6 +170,7 @@ class NearDuplicateIndex:
 
     def forget(self) -> None:
         self._cache.clear()
+        self._texts.clear()
         self._recent_rows = None  # a rollback took back rows it held
 
     def begin(self) -> None:
@@ -170,6 +180,8 @@ class NearDuplicateIndex:
         if version != self._data_version:
             self._recent_rows = None
             self._filter, self._filter_checked = None, False  # another writer may have moved keys into subsets
+            self._cache.clear()  # ... or re-anchored an assertion: its polarity and text changed
+            self._texts.clear()
             self._data_version = version
 
     def _key_filter(self) -> _KeyFilter | None:
@@ -209,6 +221,7 @@ class NearDuplicateIndex:
         """An assertion's polarity changed (a memory file re-anchored it, `store._maybe_move_owner`): its
         cached entry would let a near wording of the old polarity merge in, and deny the new owner."""
         self._cache.pop(assertion_id, None)
+        self._texts.pop(assertion_id, None)
 
     def settle(self) -> None:
         """Before a commit: once subsets_recent holds RECENT_ROWS rows, move them all into subsets, in
@@ -264,9 +277,18 @@ class NearDuplicateIndex:
         return self._best(prop, ids, text), keys
 
     def _text(self, assertion_id: int) -> str:
-        return self.conn.execute("SELECT text FROM assertion_rows WHERE id=?", (assertion_id,)).fetchone()[0]
+        if (text := self._texts.get(assertion_id)) is None:
+            text = self._texts[assertion_id] = self.conn.execute(
+                "SELECT text FROM assertion_rows WHERE id=?", (assertion_id,)).fetchone()[0]
+        return text
 
-    def add(self, assertion_id: int, keys: IndexKeys) -> None:
+    def add(self, assertion_id: int, keys: IndexKeys, prop: Proposition | None = None) -> None:
+        """File a new assertion under `keys` (`find`'s); with its `prop`, cache it as a fetch would have (a
+        statement filed under no key is nobody's candidate)."""
+        if prop is not None and (keys.subsets or keys.bands) and len(self._cache) < CACHE_SIZE:
+            # Exactly what `_best` would read back: the stored tokens are `prop`'s, sorted and space-joined.
+            self._cache[assertion_id] = (tuple(frozenset(map(intern, " ".join(sorted(prop.tokens)).split()))),
+                                         prop.slot, prop.value, prop.polarity)
         self._recent_table()
         # The newest id: each key's ids stay oldest first.
         # An executemany with no rows still looks its statement up and resets it (store._many): a
@@ -285,6 +307,7 @@ class NearDuplicateIndex:
         if missing:
             if len(cache) + len(missing) > CACHE_SIZE:
                 cache.clear()  # bounded memory; the common candidates come back within a few lookups
+                self._texts.clear()
                 missing = ids
             for marks, chunk in in_chunks(missing):
                 for cid, tokens, slot, value, polarity in self.conn.execute(
@@ -301,7 +324,11 @@ class NearDuplicateIndex:
         # The statement's own side of each check, once per lookup instead of once per candidate (all
         # pure functions of its tokens; mem12).
         my_numbers, my_negated, my_marks = numbers(mine), NEGATION_CUE in mine, value_marks(mine)
-        best: tuple[float, int] | None = None
+        # Best Jaccard first, then lowest id: the first candidate that passes every check is the answer, and
+        # the ones after it are never checked (ids come sorted, so a stable sort on the score keeps ties in
+        # id order).
+        if len(scored) > 1:
+            scored.sort(key=_score, reverse=True)
         for score, cid in scored:
             listed, slot, value, polarity = cache[cid]
             if slot and prop.slot and (slot != prop.slot or rival(value, prop.value)):
@@ -321,6 +348,5 @@ class NearDuplicateIndex:
                 continue  # "block_k: [32, 64]" is not "block_k=64 same as block_k=32" (ADR 0004)
             if text is not None and swap(tokens, mine) and swapped_in_place(self._text(cid), tokens, text, mine):
                 continue  # "… the web package first" is not "… the api package first" (ADR 0004)
-            if best is None or score > best[0]:
-                best = (score, cid)
-        return best[1] if best else None
+            return cid
+        return None

@@ -337,9 +337,18 @@ def swap(a: frozenset[str], b: frozenset[str]) -> tuple[str, str] | None:
     return None if len(short) >= _SHORT_FORM_MIN and long.startswith(short) else (x, y)
 
 
+# The near-duplicate lookup checks a statement against each candidate one word apart (one swap check per
+# candidate, ~2 per artifact at 20k Zipf artifacts, and growing with the graph): the statement's words and
+# a recurring candidate's are read once, not once per check (ADR 0007, "Session 13").
+@lru_cache(maxsize=4096)
+def _place_words(text: str) -> tuple[str, ...]:
+    """The words of `text` as `_places` reads them: folded, stopwords kept, in order."""
+    return tuple(w for w, is_word in split_words(fold(clean_markup(text).replace("`", " "))) if is_word)
+
+
 def _places(text: str, token: str) -> set[tuple[str | None, str | None]]:
     """(word before, word after) of each place where `token` (stemmed) stands in `text`, stopwords kept."""
-    words = [w for w, is_word in split_words(fold(clean_markup(text).replace("`", " "))) if is_word]
+    words = _place_words(text)
     return {(words[i - 1] if i else None, words[i + 1] if i + 1 < len(words) else None)
             for i, w in enumerate(words) if stem(w) == token}
 

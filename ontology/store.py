@@ -632,7 +632,7 @@ class GraphWriter:
                                                   prop.value, ts)
             known[prop.key] = assertion_id
             self._owners[assertion_id] = concept_id
-            self.near.add(assertion_id, keys)
+            self.near.add(assertion_id, keys, prop)
             self._index_assertion(assertion_id, statement.text, replace=False)
             return assertion_id
         self._maybe_move_owner(assertion_id, concept_id, statement)

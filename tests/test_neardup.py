@@ -208,3 +208,71 @@ def test_cached_candidates_share_their_words_and_hold_no_set_of_their_own(tmp_pa
         assert len(set().union(*shared)) == 1, shared  # one "alpha" for every entry
     finally:
         conn.close()
+
+
+# Words that are their own stem, so a statement's text places them where its tokens say (the swap check).
+_plain_words = "amber birch cedar delta ember fjord glade heron lotus".split()
+
+
+@st.composite
+def _worded(draw) -> tuple[frozenset[str], int, str]:
+    """(tokens, polarity, text): the words in a drawn order, some with a stopword before them, so two
+    statements one word apart sometimes swap it in place and sometimes not."""
+    words = draw(st.lists(st.sampled_from(_plain_words), min_size=MIN_NEAR_DUPLICATE_TOKENS,
+                          max_size=EXACT_MAX_TOKENS, unique=True))
+    parts = []
+    for word in words:
+        if draw(st.booleans()):
+            parts.append(draw(st.sampled_from(["the", "a", "of"])))
+        parts.append(word)
+    return frozenset(words), draw(st.sampled_from([1, 1, -1])), " ".join(parts)
+
+
+def _plain_check(stored, tokens: frozenset[str], polarity: int, text: str) -> int | None:
+    """The rule without shortcuts: every stored statement checked, best Jaccard, then lowest id."""
+    from ontology.normalize import swap, swapped_in_place
+
+    best = None
+    for aid, their_tokens, their_polarity, their_text in stored:
+        score = len(tokens & their_tokens) / len(tokens | their_tokens)
+        if score < NEAR_DUPLICATE_JACCARD or their_polarity != polarity:
+            continue
+        if swap(their_tokens, tokens) and swapped_in_place(their_text, their_tokens, text, tokens):
+            continue
+        if best is None or score > best[0]:
+            best = (score, aid)
+    return best[1] if best else None
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(_worded(), min_size=1, max_size=19), st.lists(_worded(), min_size=1, max_size=8))
+def test_the_lookup_checks_candidates_best_first_and_finds_what_the_plain_check_finds(tmp_path, stored_statements,
+                                                                                      probes):
+    """`_best` checks candidates in order of Jaccard (then id) and stops at the first that passes every
+    check; the writer caches each assertion it files, with its tokens, polarity and text, without reading
+    it back (ADR 0007, "Session 13"). Both the writer that filed the statements and a fresh one (its
+    cache filled from the table) find what checking every stored statement finds."""
+    conn = connect(tmp_path / f"g{next(_ids)}.db")
+    try:
+        conn.execute("INSERT INTO concepts(id, key, name, type, created_at, updated_at) "
+                     "VALUES(1, 'c', 'c', 'memory', '', '')")
+        writer = NearDuplicateIndex(conn)
+        stored = []
+        for tokens, polarity, text in stored_statements:
+            prop = Proposition(" ".join(sorted(tokens)) + f"#{next(_ids)}", tokens, polarity, None, None)
+            _, keys = writer.find(prop, text)
+            aid = conn.execute("INSERT INTO assertion_rows(concept_id, key, text, tokens, n_tokens, created_at)"
+                               " VALUES(1,?,?,?,?,'')",
+                               (prop.key, text, " ".join(sorted(tokens)), len(tokens))).lastrowid
+            conn.execute("INSERT INTO verdicts(slot, assertion_id, polarity, updated_at) VALUES('',?,?,'')",
+                         (aid, polarity))
+            writer.add(aid, keys, prop)
+            stored.append((aid, tokens, polarity, text))
+        fresh = NearDuplicateIndex(conn)
+        for tokens, polarity, text in probes:
+            prop = Proposition(" ".join(sorted(tokens)) + f"#{next(_ids)}", tokens, polarity, None, None)
+            expected = _plain_check(stored, tokens, polarity, text)
+            assert writer.find(prop, text)[0] == expected, (tokens, polarity, text)
+            assert fresh.find(prop, text)[0] == expected, (tokens, polarity, text)
+    finally:
+        conn.close()

@@ -26,7 +26,7 @@ from ontology.ingest import Ontology
 from ontology.parse import decode_text
 from projection.mount import ingest_host_files, mount, unmount
 from projection.mounts import fuse_available
-from projection.render import FULL_INDEX_NAME, MAX_LINES, NATIVE_UNITS, utf16_units
+from projection.render import FULL_INDEX_NAME, MAX_BYTES, MAX_LINES, native_load
 from projection.snapshot import MEMORY_NAME
 from projection.topic import APPENDIX_MARKER
 from projection.view import ProjectionView
@@ -52,7 +52,7 @@ class Folder:
     index_bytes: int = 0
     memory_lines: int = 0
     memory_bytes: int = 0
-    memory_units: int = 0  # UTF-16 code units, what Claude Code measures MEMORY.md in
+    over_budget: bool = False  # over 200 lines / 24,000 bytes, and not the author's index Claude Code loads whole
     full_index: bool | None = None  # MEMORY.full.md (served while MEMORY.md is cut) is the author's index
     index_first: bool = True  # the author's index starts before anything of ours but header/disputes
     marks: Counter = field(default_factory=Counter)
@@ -199,10 +199,12 @@ def check(folder: Path, work: Path, through_mount: bool) -> Folder:
             r.full_index = _text(full) == _text((folder / MEMORY_NAME).read_bytes())
         memory = read(MEMORY_NAME) or b""
         r.memory_bytes, r.memory_lines = len(memory), len(_lines(memory.decode("utf-8", "replace")))
-        r.memory_units = utf16_units(memory.decode("utf-8", "replace"))
+        r.over_budget = r.memory_lines > MAX_LINES or r.memory_bytes > MAX_BYTES
         if (folder / MEMORY_NAME).exists():
             text = _text((folder / MEMORY_NAME).read_bytes())
             r.index_bytes, r.index_lines = len(text.encode()), len(_lines(text))
+            whole = native_load(text) == text.strip().split("\n")
+            r.over_budget = r.over_budget and not (whole and memory.decode("utf-8", "replace") == text.strip() + "\n")
     finally:
         if view is None:
             unmount(slot, work / "state" / folder.name)
@@ -251,7 +253,7 @@ def main() -> None:
                       "missing": len(r.missing), "exact": r.raw_exact, "identical": r.identical, "bytes_in": r.bytes_in,
                       "bytes_added": r.bytes_added})
         total.update(r.marks)
-    over = [r.name for r in results if r.memory_lines > MAX_LINES or r.memory_units > NATIVE_UNITS]
+    over = [r.name for r in results if r.over_budget]
     print(f"\n{len(results)} folders, {total['files']} files, {total['lines']} author lines: kept verbatim "
           f"{_pct(total['kept'] + total['marked'], total['lines'])} ({total['marked']} with a mark appended), "
           f"changed or cut {total['changed']}, files missing {total['missing']}, byte-exact files "

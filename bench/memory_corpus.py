@@ -21,7 +21,7 @@ from ontology.ingest import Ontology
 from ontology.parse import parse_artifact
 from projection.hostindex import BlockKind, parse_index
 from projection.mount import ingest_host_files
-from projection.render import MAX_LINES, NATIVE_UNITS, utf16_units
+from projection.render import MAX_BYTES, MAX_LINES, native_load
 from projection.snapshot import MEMORY_NAME
 from projection.view import ProjectionView
 
@@ -70,12 +70,13 @@ def check(folder: Path, work: Path) -> Folder:
     result.files = len(topics)
     result.names_kept = sum(1 for t in topics if t in names)
     out_lines = memory.splitlines()
-    # Over what Claude Code loads (200 lines, 25,000 UTF-16 units): only an index it loads whole may pass MAX_UNITS.
-    result.over_budget = utf16_units(memory) > NATIVE_UNITS or len(out_lines) > MAX_LINES
+    # Over 200 lines / 24,000 bytes: only the author's index, served whole because Claude Code loads it whole.
+    result.over_budget = len(memory.encode()) > MAX_BYTES or len(out_lines) > MAX_LINES
     index_path = folder / MEMORY_NAME
     if index_path.exists():
         index = index_path.read_bytes().decode("utf-8", "replace").replace("\r\n", "\n")
-        result.fits = utf16_units(index) <= NATIVE_UNITS and len(index.splitlines()) <= MAX_LINES
+        result.fits = native_load(index) == index.strip().split("\n")
+        result.over_budget = result.over_budget and not (result.fits and memory == index.strip() + "\n")
         rules = _rule_files(folder)
         original = Counter(b.target for b in parse_index(index) if b.kind is BlockKind.ENTRY and b.target)
         projected = Counter(t for ln in out_lines if ln.lstrip().startswith(("-", "*")) and not ln.startswith("- **")

@@ -3,9 +3,9 @@
 Invariant (render = charge): `render_memory` is the one function that decides what fits; it charges
 every line's UTF-8 bytes (plus its newline) as it takes it, reserves the closing line before spending,
 and cuts by priority, never by name: user and feedback rules first, then the host's own index in its
-order (verbatim, marks appended), then ranked additions. Never more than MAX_LINES lines and MAX_UNITS
-UTF-16 code units (what Claude Code counts), except an author's index the harness would load whole, which is
-shown whole. Same snapshot, same bytes.
+order (verbatim, marks appended), then ranked additions. Never more than MAX_LINES lines and MAX_BYTES
+UTF-8 bytes, with one exception that adds nothing of ours: an author's index Claude Code would load whole
+(`native_load`) that is more than MAX_BYTES is served whole, verbatim. Same snapshot, same bytes.
 """
 
 from __future__ import annotations
@@ -18,11 +18,13 @@ from projection.hostindex import Block, BlockKind, parse_index
 
 # Claude Code loads the first 200 lines of MEMORY.md (trimmed), then cuts at the last newline within 25,000
 # UTF-16 code units (JavaScript's string length: a CJK character is 1 unit and 3 UTF-8 bytes, an emoji 2 units
-# and 4 bytes). Our budget is counted in that unit, 1,000 under it (harm13: counted in UTF-8 bytes, a Japanese
-# index Claude Code loads whole lost 74 of its 191 lines to MEMORY.full.md).
+# and 4 bytes). Our budget is 200 lines and 24,000 UTF-8 bytes (the product's contract: under the harness's cap in
+# any script, and within what a harness that counts bytes loads). An author's index the harness loads whole that
+# is more than that is served whole, nothing of ours added (harm13, ADR 0005 "Session 13": counted in
+# bytes, a Japanese index Claude Code loads whole lost 74 of its 191 lines to MEMORY.full.md).
 MAX_LINES = 200
 NATIVE_UNITS = 25_000
-MAX_UNITS = 24_000
+MAX_BYTES = 24_000
 # Without a host index: share of the body kept for disputed claims, what native memory loses first.
 DISPUTED_SHARE = 0.4
 # With a host index the author's lines come first; the disputed section stays short above them.
@@ -162,7 +164,7 @@ def utf8_bytes(text: str) -> int:
 class _Budget:
     """Lines and size spent so far; every line is charged on its size (`measure`) as it is taken."""
 
-    def __init__(self, lines: int, size: int, reserve: str, measure: Callable[[str], int] = utf16_units) -> None:
+    def __init__(self, lines: int, size: int, reserve: str, measure: Callable[[str], int] = utf8_bytes) -> None:
         self.measure = measure
         # The closing line is reserved up front, at its worst-case length.
         self.lines, self.bytes = lines - 1, size - self.cost(reserve)
@@ -232,11 +234,30 @@ def index_cut(memory: str) -> bool:
     return lines[-1].startswith(FOOTER_PREFIX) and FULL_INDEX_NAME in lines[-1]
 
 
-def render_memory(snap: MemorySnapshot, max_lines: int = MAX_LINES, max_size: int = MAX_UNITS,
-                  measure: Callable[[str], int] = utf16_units) -> str:
-    """MEMORY.md within `max_lines` and `max_size` (`measure`: UTF-16 code units, as Claude Code counts the file
-    it loads; a context another harness cuts by bytes passes `utf8_bytes`)."""
+def native_load(memory: str, max_lines: int = MAX_LINES, max_units: int = NATIVE_UNITS) -> list[str]:
+    """The lines Claude Code loads of a MEMORY.md it reads itself: the text trimmed, its first `max_lines`
+    lines, then cut at the last newline within `max_units` UTF-16 code units (JavaScript's string length)."""
+    lines = memory.strip().split("\n")[:max_lines]
+    total = 0
+    for i, line in enumerate(lines):
+        total += utf16_units(line) + (1 if i else 0)
+        if total > max_units:
+            return lines[:i]
+    return lines
+
+
+def render_memory(snap: MemorySnapshot, max_lines: int = MAX_LINES, max_size: int = MAX_BYTES,
+                  measure: Callable[[str], int] = utf8_bytes) -> str:
+    """MEMORY.md within `max_lines` and `max_size` (`measure`: UTF-8 bytes unless told). The one exception, only
+    for the MEMORY.md budget itself: an author's index Claude Code would load whole (`native_load`) but that is
+    over our bytes is served whole, verbatim, with nothing of ours: the agent reads what it would have read
+    without kgbridge. An index the harness cuts itself is cut by priority within our budget (rules first)."""
     if snap.host_index is not None and snap.host_index.strip():
+        if (max_lines, max_size, measure) == (MAX_LINES, MAX_BYTES, utf8_bytes):
+            index = snap.host_index.replace("\r\n", "\n").lstrip("\ufeff").strip()
+            loaded = native_load(index)
+            if len(loaded) == index.count("\n") + 1 and sum(utf8_bytes(line) + 1 for line in loaded) > max_size:
+                return "\n".join(loaded) + "\n"
         return _render_with_index(snap, max_lines, max_size, measure)
     return _render_ranked(snap, max_lines, max_size, measure)
 
@@ -424,11 +445,11 @@ def _render_with_index(snap: MemorySnapshot, max_lines: int, max_bytes: int, mea
 
 
 def _fits_natively(blocks: list[Block], max_lines: int, max_bytes: int, measure: Callable[[str], int]) -> bool:
-    """The author's whole index is within what a harness reading MEMORY.md itself shows: `max_lines`, and the
-    harness's own size cap (NATIVE_UNITS, 1,000 over our budget) when the budget is ours (MAX_UNITS)."""
+    """The author's whole index is within our budget (`max_lines`, `max_bytes` in `measure`), so a harness reading
+    MEMORY.md itself would show all of it. (One whose native load is over our budget never reaches here:
+    `render_memory` serves that load.)"""
     plain = [line for b in blocks for line in b.lines]
-    cap = NATIVE_UNITS if (measure is utf16_units and max_bytes == MAX_UNITS) else max_bytes
-    return len(plain) <= max_lines and sum(measure(line) + 1 for line in plain) <= cap
+    return len(plain) <= max_lines and sum(measure(line) + 1 for line in plain) <= max_bytes
 
 
 def _render_index_first(snap: MemorySnapshot, blocks: list[Block], lines: list[tuple[str, ...]], max_lines: int,

@@ -7,8 +7,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from projection.rank import ConceptStats, rank
-from projection.render import (DISPUTED_SHARE, FOOTER_TAIL, MAX_LINES, MAX_UNITS, NATIVE_UNITS, ConceptLine,
-                               DisputedLine, utf16_units,
+from projection.render import (DISPUTED_SHARE, FOOTER_TAIL, MAX_BYTES, MAX_LINES, ConceptLine, DisputedLine,
+                               native_load,
                                MemorySnapshot, clip, index_cut, render_memory)
 
 WIDE = ["a", "é", "漢字", "🧠", "e\u0301", "ß", "ﷺ", "\u200d", "𝔘", "—"]
@@ -31,15 +31,15 @@ def snapshot(n_concepts: int, n_disputed: int, gist_len: int, seed: int) -> Memo
 
 
 def _check(text: str, snap: MemorySnapshot) -> None:
-    assert utf16_units(text) <= MAX_UNITS
+    assert len(text.encode()) <= MAX_BYTES
     assert len(text.splitlines()) <= MAX_LINES
     shown = [d for d in snap.disputed if f"{d.text[:40]}" in text]
     assert shown == snap.disputed[: len(shown)], "disputed claims appear in order, none skipped"
     if snap.disputed and len(shown) < len(snap.disputed):
         lines = [ln for ln in text.splitlines() if ln.startswith("- **")]
-        used = sum(utf16_units(ln) + 1 for ln in lines)
+        used = sum(len(ln.encode()) + 1 for ln in lines)
         # The reserved part was filled: one more line would have crossed the share of lines or bytes.
-        assert used + 450 > DISPUTED_SHARE * (MAX_UNITS - 1000) or len(lines) + 2 > DISPUTED_SHARE * (MAX_LINES - 6)
+        assert used + 450 > DISPUTED_SHARE * (MAX_BYTES - 1000) or len(lines) + 2 > DISPUTED_SHARE * (MAX_LINES - 6)
     assert text.splitlines()[-1].endswith(FOOTER_TAIL)
 
 
@@ -156,7 +156,7 @@ def test_an_index_over_budget_is_cut_by_priority_rules_first_never_by_name():
     index = _host_index(30, 400, "a long hook that takes room " * 3)
     snap = _indexed_snapshot(index, 30)
     text = render_memory(snap)
-    assert utf16_units(text) <= MAX_UNITS and len(text.splitlines()) <= MAX_LINES
+    assert len(text.encode()) <= MAX_BYTES and len(text.splitlines()) <= MAX_LINES
     assert all(f"](feedback_{i}.md)" in text for i in range(30)), "every rule survives the cut"
     assert "](project_0.md)" in text and "](project_399.md)" not in text, "the rest in the index's order"
     shown = sum(1 for i in range(400) if f"](project_{i}.md)" in text)
@@ -174,7 +174,7 @@ def test_the_authors_own_top_lines_are_not_pushed_out_by_rules_below_them():
     rules = [f"- [Rule {i}](feedback_{i}.md) — never a long hook that takes room {i}" for i in range(300)]
     index = "\n".join([*top, *rules, "", "- Footnote far below the first 200 lines."]) + "\n"
     text = render_memory(_indexed_snapshot(index, 300))
-    assert utf16_units(text) <= MAX_UNITS and len(text.splitlines()) <= MAX_LINES
+    assert len(text.encode()) <= MAX_BYTES and len(text.splitlines()) <= MAX_LINES
     out = text.splitlines()
     assert out[1:5] == top[:4], out[:6]
     assert "- [Rule 0](feedback_0.md) — never a long hook that takes room 0" in out
@@ -188,13 +188,13 @@ def test_an_index_a_harness_shows_whole_is_shown_whole(n_lines, hook):
     Every author line stays, in order; marks, header and footer only where room is left."""
     index = "\n".join(["# Memory", *(f"- [Rule {i}](feedback_{i}.md) — {hook} {i}" for i in range(n_lines - 1))])
     index += "\n"
-    assert utf16_units(index) <= MAX_UNITS
+    assert len(index.encode()) <= MAX_BYTES
     snap = _indexed_snapshot(index, n_lines - 1, marks="1 disputed")
     snap = MemorySnapshot(snap.ontology, snap.generated, snap.counts, snap.concepts,
                           [DisputedLine("feedback_0.md", "a claim", "CONTESTED", "for: a.md / against: b.md")],
                           host_index=index, indexed=snap.indexed)
     text = render_memory(snap)
-    assert utf16_units(text) <= MAX_UNITS and len(text.splitlines()) <= MAX_LINES
+    assert len(text.encode()) <= MAX_BYTES and len(text.splitlines()) <= MAX_LINES
     authored = [ln.split(" ⟨kg: ")[0] for ln in text.splitlines()
                 if ln.startswith(("# Memory", "- [Rule "))]
     assert authored == index.splitlines(), "every line of the author's index, in its order"
@@ -210,16 +210,19 @@ def test_memory_with_a_host_index_stays_within_budget(n_feedback, n_project, hoo
                           [DisputedLine("x.md", _text(seed + i, hook_len), "CONTESTED", "for: a.md / against: b.md")
                            for i in range(n_disputed)], host_index=index, indexed=snap.indexed)
     text = render_memory(snap)
-    whole = len(index.splitlines()) <= MAX_LINES and utf16_units(index) <= NATIVE_UNITS
-    # Past our budget only by the author's own lines, when Claude Code would load them all itself.
-    assert utf16_units(text) <= max(MAX_UNITS, utf16_units(index) if whole else 0)
-    assert len(text.splitlines()) <= MAX_LINES
+    loaded = native_load(index)
+    if loaded == index.strip().split("\n") and len(index.strip().encode()) + 1 > MAX_BYTES:
+        # Claude Code would load the author's own file whole, and it is over our budget: exactly that, nothing more.
+        assert text == "\n".join(loaded) + "\n"
+        return
+    assert len(text.encode()) <= MAX_BYTES and len(text.splitlines()) <= MAX_LINES
+    whole = len(index.splitlines()) <= MAX_LINES and len(index.encode()) <= MAX_BYTES
     if whole:  # a harness would show it all: so do we, our lines only where room is left
         shown = {ln.split(" ⟨kg: ")[0] for ln in text.splitlines()}
         assert all(ln in shown for ln in index.splitlines())
     else:
         assert text.splitlines()[-1].endswith(FOOTER_TAIL)
-    if utf16_units(index) + 2000 < MAX_UNITS and len(index.splitlines()) + 20 < MAX_LINES:
+    if len(index.encode()) + 2000 < MAX_BYTES and len(index.splitlines()) + 20 < MAX_LINES:
         assert all(f"](feedback_{i}.md)" in text for i in range(n_feedback))
 
 
@@ -333,3 +336,23 @@ def test_an_index_claude_code_loads_whole_is_shown_whole_in_any_script(script):
     assert [ln for ln in shown if ln.startswith(("# Memory", "- [Entry"))] == [ln for ln in lines if ln], \
         "every author line, in order"
     assert not index_cut(text)
+
+
+@pytest.mark.parametrize("script", sorted(_SCRIPTS))
+def test_our_own_lines_never_take_memory_md_past_24000_bytes_in_any_script(script):
+    """The product's contract (issues 5 and 12): MEMORY.md is at most 200 lines and 24,000 UTF-8 bytes. Only
+    the author's own index, as Claude Code would load it, may be longer, served verbatim with nothing of ours
+    (the test above). A short index in a multi-byte script beside hundreds of disputed claims and concepts in
+    that script: our lines fill the budget, in bytes. Fails with the budget counted in UTF-16 code units (a
+    Japanese MEMORY.md of ~50,000 bytes)."""
+    hook = _SCRIPTS[script]
+    index = "\n".join(["# Memory", "", *(f"- [Entry {n}](project_{n}.md) — {hook} {n}" for n in range(20))]) + "\n"
+    snap = _indexed_snapshot(index, 0)
+    concepts = [ConceptLine(f"c{i}", f"c{i}.md", f"{hook} {i}", f"{hook} {hook} {i}", "project") for i in range(400)]
+    disputed = [DisputedLine(f"c{i}.md", f"{hook} {i}", "CONTESTED", "for: a.md / against: b.md") for i in range(60)]
+    snap = MemorySnapshot(snap.ontology, snap.generated, {"concepts": 400, "CONTESTED": 60}, concepts, disputed,
+                          host_index=index, indexed=snap.indexed)
+    text = render_memory(snap)
+    assert len(text.encode()) <= MAX_BYTES and len(text.splitlines()) <= MAX_LINES
+    assert all(ln in text.splitlines() for ln in index.splitlines() if ln), "the author's index is all there"
+    assert len(text.encode()) > MAX_BYTES - 2000, "and our lines filled the rest of the budget"

@@ -12,6 +12,7 @@ import unicodedata
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import PurePosixPath
+from typing import NamedTuple
 
 from slugify import slugify
 
@@ -288,8 +289,11 @@ def _statement_from_line(line: str) -> tuple[str, Proposition] | None:
     return (text, prop) if prop else None
 
 
-@dataclass(frozen=True)
-class _Unit:
+class _Unit(NamedTuple):
+    """One bullet, sentence or table row of a body. A named tuple, not a dataclass: it is the reading
+    cache's key as a whole (`_reading`), hashed and compared field by field in C, so a field added here
+    is part of the key without anyone remembering to add it there."""
+
     section: str | None  # the heading or label it sits under
     text: str
     date: str | None = None  # its section's date ("## Estado al 2026-04-04"), else the file's
@@ -424,11 +428,14 @@ _Reading = tuple[str, Proposition, tuple[tuple[str, IdentifierStance], ...], tup
 
 # Memory restates its lines file after file, and a new version of a file repeats most of the old one's:
 # a unit gives the same (immutable) reading wherever it stands, so the rules run once per distinct unit.
-@lru_cache(maxsize=4096)  # keyed by the unit's fields, hashed in C (a `_Unit`'s own hash is Python code)
-def _reading(line: str, section: str | None, date: str | None, row: Fact | None, memory: bool) -> _Reading | None:
+# The key is the whole unit (every field, structurally) and the kind of file: a key listing fields by
+# hand once could leave out one the reading depends on and hand a unit another unit's reading.
+@lru_cache(maxsize=4096)
+def _reading(unit: _Unit, memory: bool) -> _Reading | None:
     """(text, proposition, identifiers, revisions, timed facts before `in_file`, identifier facts, links,
-    date, mentions, section concept) of one unit (`line` under `section`, dated `date`), or None when it
-    states nothing."""
+    date, mentions, section concept) of one unit (its text under its section, dated its date), or None
+    when it states nothing."""
+    line, section, date, row = unit.text, unit.section, unit.date, unit.row
     parsed = _statement_from_line(line)
     if parsed is None:
         return None
@@ -450,7 +457,7 @@ def _statements(units: list[_Unit], fixed_concept: str | None, default: str) -> 
     out: list[Statement] = []
     memory = fixed_concept is not None
     for unit in units:
-        read = _reading(unit.text, unit.section, unit.date, unit.row, memory)
+        read = _reading(unit, memory)
         if read is None:
             continue
         if len(out) >= MAX_STATEMENTS:

@@ -128,3 +128,40 @@ def test_the_list_marker_and_the_links_are_read_as_the_patterns_read_them(parts)
     text = "".join(parts)
     assert claims.strip_bullet(text) == claims.BULLET_RE.sub("", text, count=1)
     assert claims.links_in(text) == claims._LINK_RE.findall(text)
+
+
+def _row(status: str) -> ex.Fact:
+    fact = ex.row_fact(["1.6", status], "2026-03-01")
+    assert fact is not None
+    return fact
+
+
+# For every field of a unit, two units that differ in that field only and are read differently.
+_SIBLINGS = {
+    "text": (ex._Unit("Staging", "- The cache is Redis", "2026-03-01"),
+             ex._Unit("Staging", "- The cache is Valkey", "2026-03-01")),
+    "section": (ex._Unit("Staging", "- Auto-deploy is enabled", "2026-03-01"),
+                ex._Unit("Production", "- Auto-deploy is enabled", "2026-03-01")),
+    "date": (ex._Unit("Staging", "- Upgraded to Kumo CLI 2.4", "2026-03-01"),
+             ex._Unit("Staging", "- Upgraded to Kumo CLI 2.4", "2026-03-02")),
+    "row": (ex._Unit("Plan", "1.6 | ✅ Done", "2026-03-01", _row("✅ Done")),
+            ex._Unit("Plan", "1.6 | ✅ Done", "2026-03-01", _row("⏳ Pending"))),
+}
+
+
+def test_the_reading_cache_keys_on_every_field_of_the_unit():
+    """Two units that differ in one field only, read one after the other (the second would be a hit on
+    a key that left that field out): each gets its own reading, in a memory file and in a document. The
+    siblings cover every field `_Unit` has, so a field added to it must be added here too."""
+    assert set(_SIBLINGS) == set(ex._Unit._fields)
+    for field, (first, second) in _SIBLINGS.items():
+        for memory in (True, False):
+            ex._reading.cache_clear()
+            own = ex._reading.__wrapped__(first, memory), ex._reading.__wrapped__(second, memory)
+            assert own[0] != own[1], (field, memory)
+            assert (ex._reading(first, memory), ex._reading(second, memory)) == own, (field, memory)
+    ex._reading.cache_clear()
+    # the kind of file is part of the key too: a memory file's statement has no mentions, a document's has
+    line = ex._Unit("Staging", "- Auto-deploy is enabled", "2026-03-01")
+    assert ex._reading(line, True) == ex._reading.__wrapped__(line, True)
+    assert ex._reading(line, False) == ex._reading.__wrapped__(line, False) != ex._reading(line, True)

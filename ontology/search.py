@@ -13,13 +13,13 @@ import enum
 import math
 import re
 import sqlite3
-import unicodedata
 from dataclasses import dataclass, field
 from itertools import combinations
 
 from ontology.evidence import Label
 from ontology.search_terms import (  # noqa: F401 (search's public API: parse, then search)
-    Filters, SearchError, Term, has_boundaryless, needs_substrings, parse_filters, parse_query, script_variants)
+    Filters, SearchError, Term, has_boundaryless, needs_substrings, parse_filters, parse_query, script_variants,
+    search_key)
 
 # Partial matches try subsets of the query's terms, heaviest first, until the page is full: the six
 # heaviest terms, and at most ten subsets (all 3- and 2-term subsets of four terms), so a long
@@ -96,10 +96,11 @@ def index_concept(conn: sqlite3.Connection, concept_id: int, fields: tuple[str, 
 
 
 def _indexed(text: str) -> str:
-    """The text as the indexes hold it: NFKC, as queries are read (search_terms), so full-width
-    `ｍａｋｅ` is found by "make" and a decomposed (NFD) "Việt" by a composed one. Shown text is the
-    author's: hits read it from the assertion or concept, never from the index."""
-    return text if text.isascii() else unicodedata.normalize("NFKC", text)
+    """The text as the indexes hold it: the search key queries are read in (search_terms.search_key:
+    NFKC and ASCII digits), so full-width `ｍａｋｅ` is found by "make", a decomposed (NFD) "Việt" by a
+    composed one and "۲۰۲۶" by "2026". Shown text is the author's: hits read it from the assertion or
+    concept, never from the index."""
+    return search_key(text)
 
 
 def index_assertion(conn: sqlite3.Connection, assertion_id: int, text: str, *, replace: bool) -> None:

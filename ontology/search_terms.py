@@ -40,6 +40,24 @@ _PICTOGRAPH_RE = re.compile(f"[{_PICTOGRAPHS}](?:[\ufe0f\u200d\U0001f3fb-\U0001f
 _WORD_RE = re.compile(r"[^\W_]+")  # unicode61's token characters: `_` separates, as in the index
 _EDGE_RE = re.compile(r"^[^\w~]+|[^\w]+$")
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# A decimal digit of another script (Persian ۰-۹, Arabic-Indic ٠-٩, Devanagari ०-९, Bengali, …; NFKC
+# leaves them, as it folds only full-width ０-９): the search key holds its ASCII digit, so "۲۰۲۶" finds
+# "2026" and the other way round. Not in the scripts written without spaces (Thai ๐-๙): there a digit
+# sits inside a run the query cuts as a substring term, and folding it would split that term from its run.
+_DIGIT_RE = re.compile(rf"(?![0-9{_BOUNDARYLESS}])\d")
+
+
+def _ascii_digit(match: re.Match[str]) -> str:
+    return chr(0x30 + unicodedata.decimal(match.group()))
+
+
+def search_key(text: str) -> str:
+    """`text` as the indexes hold it and queries are read: NFKC (full-width `ｍａｋｅ` is "make", a
+    decomposed "Việt" a composed one) and decimal digits in ASCII. Only the key is folded: what a hit
+    shows is the author's text, read from the assertion or concept, never from the index."""
+    if text.isascii():
+        return text
+    return _DIGIT_RE.sub(_ascii_digit, unicodedata.normalize("NFKC", text))
 
 
 def _word_re(text: str) -> re.Pattern[str]:
@@ -135,7 +153,7 @@ def parse_query(text: str) -> tuple[Term, ...]:
     terms: list[Term] = []
     noise: list[Term] = []
     seen: set[str] = set()
-    text = _CONTROL_RE.sub(" ", unicodedata.normalize("NFKC", text))  # NUL ends an FTS5 string early
+    text = _CONTROL_RE.sub(" ", search_key(text))  # NUL ends an FTS5 string early
     for chunk in text.split():
         found = [Term(run, ()) for run in _RUN_RE.findall(chunk)]
         if not chunk.isascii():

@@ -236,3 +236,59 @@ def seeded(tmp_path_factory):
 def test_any_query_text_is_answered_without_an_error(seeded, text):
     hits = _hits(seeded, text)
     assert len(hits) <= 10 and [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+
+
+# Decimal digits of other scripts: the search key holds them as ASCII (search_terms.search_key), on the
+# index side and the query side alike; what a hit shows stays as the author wrote it.
+_ZEROS = {"ascii": 0x30, "persian": 0x6F0, "arabic-indic": 0x660, "devanagari": 0x966, "full-width": 0xFF10,
+          "bengali": 0x9E6}
+
+
+def _in(script: str, number: str) -> str:
+    return "".join(chr(_ZEROS[script] + int(d)) for d in number)
+
+
+_DIGIT_NOTES = [
+    ("ports.md", "ports", f"- پورت پیش‌فرض سرور {_in('persian', '9090')} است"),
+    ("release.md", "release", f"- الإصدار {_in('arabic-indic', '2026')} جاهز"),
+    ("build.md", "build", f"- बिल्ड संख्या {_in('devanagari', '4417')} है"),
+    ("cache.md", "cache", f"- Cache size is {_in('full-width', '512')} MB"),
+    ("queue.md", "queue", "- Queue 7731 drains before deploys"),
+]
+
+
+def test_digits_of_any_script_match_ascii_digits_both_ways(onto):
+    _ingest(onto, *((name, memory(key, f"{key} notes", body)) for name, key, body in _DIGIT_NOTES))
+    written = {key: body.removeprefix("- ") for _, key, body in _DIGIT_NOTES}
+    for number, key in (("9090", "ports"), ("2026", "release"), ("4417", "build"), ("512", "cache"),
+                        ("7731", "queue")):
+        for script in _ZEROS:
+            hits = [h for h in _hits(onto, _in(script, number)) if h.kind is search.HitKind.ASSERTION]
+            # found, and shown byte for byte as written (only the search key is folded)
+            assert [h.text for h in hits] == [written[key]], (number, script)
+    # a word beside the digits still has to be there: the digits are a term like any other
+    assert _texts(_hits(onto, f"queue {_in('persian', '7731')}"))[0] == written["queue"]
+    assert not _hits(onto, _in("devanagari", "9091"))
+
+
+@settings(max_examples=60, deadline=None)
+@given(number=st.integers(0, 10**9), stored=st.sampled_from(sorted(_ZEROS)), asked=st.sampled_from(sorted(_ZEROS)))
+def test_a_number_written_in_one_script_is_found_by_the_same_number_in_another(tmp_path_factory, number, stored,
+                                                                                 asked):
+    onto = Ontology(tmp_path_factory.mktemp("Knowledge"), "shop", create=True)
+    try:
+        line = f"- Ticket {_in(stored, str(number))} is open"
+        _ingest(onto, ("t.md", memory("t", "tickets", line)))
+        assert [h.text for h in _hits(onto, _in(asked, str(number))) if h.kind is search.HitKind.ASSERTION] == [
+            line.removeprefix("- ")]
+    finally:
+        onto.close()
+
+
+def test_cli_search_matches_digits_of_any_script(onto, root):
+    _ingest(onto, ("ports.md", memory("ports", "ports notes", _DIGIT_NOTES[0][2])))
+    onto.close()
+    out = subprocess.run([*KGBRIDGE, "search", "9090", "--root", str(root), "--ontology", "shop", "--json"],
+                         capture_output=True, text=True, timeout=60, check=True)
+    hits = [h for h in json.loads(out.stdout)["hits"] if h["kind"] == "assertion"]
+    assert [h["text"] for h in hits] == [_DIGIT_NOTES[0][2].removeprefix("- ")]

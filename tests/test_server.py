@@ -296,3 +296,21 @@ def test_serve_regenerates_a_deleted_graph_from_the_archive_at_start(root):
                 break
             time.sleep(0.1)
     assert sorted(artifact_rows(onto.paths.database)) == before
+
+
+def test_http_and_mcp_search_match_digits_of_any_script(server):
+    """Written with Arabic-Indic digits, found over HTTP by ASCII and Persian digits and over MCP by
+    Devanagari ones; each hit shows the line as written (search_terms.search_key folds only the key)."""
+    line = "الإصدار ٢٠٢٦ جاهز"
+    r = httpx.post(f"{server.url}/ingest", json={"ontology": "shop", "filename": "release.md",
+                                                 "content": memory("release", "release notes", f"- {line}").decode()})
+    assert r.status_code == 200 and r.json()["status"] == "new"
+    for q in ("2026", "۲۰۲۶"):
+        hits = httpx.get(f"{server.url}/ontologies/shop/search", params={"q": q}).json()["hits"]
+        assert [h["text"] for h in hits if h["kind"] == "assertion"] == [line], q
+
+    async def run() -> list[str]:
+        async with Client(f"{server.url}/mcp") as client:
+            hits = payload(await client.call_tool("kg_search", {"query": "२०२६", "ontology": "shop"}))
+            return [h["text"] for h in hits if h["kind"] == "assertion"]
+    assert asyncio.run(run()) == [line]

@@ -688,6 +688,43 @@ def _without_name(text: str, key: str | None) -> str:
     return re.sub(r"[-_\s]*".join(parts), " ", text, flags=re.IGNORECASE) if parts else text
 
 
+# What a HISTORICAL/SUPERSEDED note's summary says took over, after what it replaced: "the cube placeholder
+# was replaced by the DFF character", "stub, which gave way to the controller", "cube removed, player is now
+# the DFF mesh", "旧方案 → 新方案". The words after it name the successor, not the replaced thing.
+_SUCCESSOR_LEAD_RE = re.compile(
+    r"\b(?:(?:was|were|is|are|been|got)\s+)?(?:replaced|superseded|succeeded|obsoleted|overtaken|displaced)\s+(?:by|with)\b"
+    r"|\bgave\s+way\s+to\b|\bgives\s+way\s+to\b|\bin\s+favou?r\s+of\b|\bmoved\s+to\b|\bswitched\s+to\b|\bis\s+now\b"
+    r"|\bare\s+now\b|\bnow\s+(?:uses?|is|are)\b|→|->|⇒|=>|ersetzt\s+durch|remplacée?s?\s+par|reemplazad[oa]s?\s+por"
+    r"|改为|改成|替换为|换成|取代为|に置き換え|로\s*대체|으로\s*대체", re.IGNORECASE)
+# The marker's own words say nothing of what was replaced.
+_MARKER_WORDS = frozenset({"historical", "superseded", "obsolete", "deprecated", "outdated", "replaced", "removed",
+                           "resolved", "gone", "retired", "note", "kept"})
+
+
+def _replaced_words(summary: str) -> set[str] | None:
+    """The content words a marked note's summary gives to what it says was replaced (before "replaced
+    by", "gave way to", "is now", "→" …) and not to its successor ("tile" in "the tile cache stub gave
+    way to the tile server"), without the marker's own words; None when the summary names no successor
+    that way, or nothing but the successor's words before it (then the whole summary is read, as before)."""
+    lead = _SUCCESSOR_LEAD_RE.search(summary)
+    if lead is None:
+        return None
+    words = _content_words(summary[:lead.start()]) - _content_words(summary[lead.end():]) - _MARKER_WORDS
+    return words or None
+
+
+def _speaks_of_replaced(summary: str, link: str) -> bool:
+    """A claim linking a marked note as current is superseded only when it speaks of the thing the note
+    says was replaced: "spawn the first player (TEMP cube, see [[cube-note]])" of "the cube placeholder
+    was replaced by the DFF character", yes; "remaining: the overlay check; the first character spawn is
+    its own plan (see [[cube-note]])", no: it shares only the successor's words ("character", "plan") and
+    is about other work (harm14, a real folder's status and out-of-scope lines)."""
+    replaced = _replaced_words(summary)
+    if replaced is None:
+        return _speaks_of(summary, link)
+    return not replaced.isdisjoint(_content_words(link))
+
+
 def file_updates(said: list[Said], summaries: list[Said]) -> list[tuple[Said, Said, Rule]]:
     """(newer, older, rule) for one file: an index line that says it is pending while its own
     description says done; claims elsewhere that link it as current when it is marked HISTORICAL or
@@ -714,7 +751,7 @@ def file_updates(said: list[Said], summaries: list[Said]) -> list[tuple[Said, Sa
     if current is not None:
         for link in said:
             if link.kind == "link" and link.owner != owner and link.assertion is not None \
-                    and _speaks_of(current.text, _without_name(link.text, owner)):
+                    and _speaks_of_replaced(current.text, _without_name(link.text, owner)):
                 out.append((current, link, Rule.HISTORICAL_LINK))
     if successor is not None and summary is not None:
         out.append((successor, summary, Rule.SUCCESSOR))

@@ -54,7 +54,9 @@ EXPECTED = {
 # moved to); "Tamarind v2.3 migration" vs "Tamarind v4 store" (history, though dated days apart);
 # "E2.2 terminada" (agrees with its row); SCAN's rank 12 both days; "[[pump-stub]] is history now" (said as
 # history); "[[valve-timers]] … werden ersetzt" (said as history); "Mira keeps the greenhouse keys; background
-# in [[pump-stub]]" (links the HISTORICAL file, speaks of nothing its summary says gave way: judge11).
+# in [[pump-stub]]" (links the HISTORICAL file, speaks of nothing its summary says gave way: judge11);
+# greenhouse-status.md's two lines (link it, but share only the successor's words, "Heron controller",
+# "plan": other work, not the stub said as current; harm14).
 
 
 def _updates(onto: Ontology) -> set[tuple[str, str, str, str, str]]:

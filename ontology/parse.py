@@ -278,7 +278,9 @@ def _field(meta: Mapping[str, object], key: str) -> str | None:
 
 
 def classify(filename: str, meta: Mapping[str, object], hint: Kind | None) -> Kind:
-    if filename.lower() == "memory.md" and not meta:
+    # MEMORY.md is the index the harness loads whole, whatever its top holds: an index with frontmatter
+    # (a title, a date, an Obsidian-style header) read as a document lost every line of it (blind14).
+    if filename.lower() == "memory.md" and hint is not Kind.LEDGER:
         return Kind.MEMORY_INDEX
     if hint is Kind.LEDGER or ((_field(meta, "session") and (_field(meta, "epoch") or _field(meta, "phase")))):
         return Kind.LEDGER
@@ -371,8 +373,6 @@ def _parse(ontology: str, original: str, data: bytes, hint: Kind | None) -> Arti
         # A memory file its author emptied is a new version of it (it says nothing now); any other
         # blank artifact carries nothing to ingest.
         raise ArtifactRejected("artifact is empty: nothing to ingest")
-    if kind is Kind.MEMORY_INDEX and meta:
-        kind = Kind.DOCUMENT
     memory_type = (_field(meta, "type") or "").lower() or None
     if memory_type not in MEMORY_TYPES:
         memory_type = None

@@ -12,7 +12,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TypeVar
 
-SCHEMA_VERSION = 27  # 2: lsh is WITHOUT ROWID; 3: 15x4 LSH bands; 4: subsets (exact short near-dups);
+SCHEMA_VERSION = 28  # 2: lsh is WITHOUT ROWID; 3: 15x4 LSH bands; 4: subsets (exact short near-dups);
 # 5: evidence aggregates kept by delta (ontology/aggregate.py); 6: trigram indexes for CJK search
 # 7: memory_files (newest text of each memory file and of the index, for the projection)
 # 8: source identities fold NFC/NFD and case of file names; 9: NFC only, case kept (layout.name_key)
@@ -40,6 +40,8 @@ SCHEMA_VERSION = 27  # 2: lsh is WITHOUT ROWID; 3: 15x4 LSH bands; 4: subsets (e
 #     a graph written before marked every index line linking a revised file, so it is rebuilt (ADR 0009, session 12)
 # 27: no DDL change: the search indexes hold decimal digits of other scripts (۲۰۲۶, ٢٠٢٦, २०२६) as ASCII, as
 #     queries are read (search_terms.search_key; ADR 0008, "Session 14 (recall14)")
+# 28: no DDL change: MEMORY.md is the index whatever its top holds; one with frontmatter was a document whose
+#     lines the projection never showed, so a graph holding one is rebuilt (ADR 0005, session 14)
 # A writer holding the lock is normal (one artifact at a time); wait for it rather than fail.
 BUSY_TIMEOUT_MS = 30_000
 WAL_AUTOCHECKPOINT_PAGES = 16_384

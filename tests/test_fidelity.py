@@ -43,6 +43,23 @@ def test_a_lone_carriage_return_in_the_authors_text_is_kept(tmp_path):
     assert view.read("stray_returns.md").startswith(data)
 
 
+@pytest.mark.parametrize("top", [
+    "---\ntitle: Memory index\nupdated: 2026-11-30\n---\n\n",  # an Obsidian-style header
+    "---\nname: Memory\ndescription: the index\ntype: reference\n---\n",  # typed like a memory file
+    "---\nupdated: 2026-11-30\n",  # opened and never closed
+])
+def test_an_index_that_opens_with_frontmatter_is_still_the_index_verbatim(tmp_path, top):
+    """blind14: Claude Code loads MEMORY.md whole, whatever its top holds. One that opened with frontmatter
+    was read as a document: the agent got a generated index and none of the author's lines."""
+    index = top + "# Memory\n\n- [Deploy](project_deploy.md) — how we ship, Tuesdays only\n"
+    files = {"MEMORY.md": index, "project_deploy.md": note("deploy", "We ship on Tuesdays.\n"),
+             "orphan_note.md": note("orphan", "The staging host restarts nightly.\n")}
+    memory = project(tmp_path, files).read("MEMORY.md").decode()
+    assert index.rstrip("\n") in memory
+    assert memory.count("(project_deploy.md)") == 1  # linked by the author, not added again
+    assert "(orphan_note.md)" in memory.split(index.rstrip("\n"), 1)[1]
+
+
 def test_every_file_an_index_line_links_is_in_the_index_not_an_addition(tmp_path):
     """An index line may list several files (`[a](a.md) · [b](b.md)`); none of them is added again under
     "not in the index", and only a file the index never links is."""

@@ -196,12 +196,13 @@ def _other_script(text: str) -> bool:
 _HAN_RE = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003ffff]")
 
 
-def _script_key(text: str) -> str:
+def _script_key(text: str, keep_case: bool = False) -> str:
     """The key of a name in another script, in that script: lowercased words joined by "-", each Han
     character a word of its own (so n-gram mentions find "部署" in "部署手順" as they found its pinyin
     syllables; a kana or Thai run stays one word, as its transliteration was), combining marks kept on
-    their letters (Devanagari vowel signs)."""
-    folded = unicodedata.normalize("NFKC", text).casefold()
+    their letters (Devanagari vowel signs). `keep_case`: the letters keep their case (`file_key`)."""
+    folded = unicodedata.normalize("NFKC", text)
+    folded = folded if keep_case else folded.casefold()
     spaced = "".join(f"-{ch}-" if _HAN_RE.match(ch) else ch if ch.isalnum() or unicodedata.category(ch) in ("Mn", "Mc")
                      else "-" for ch in folded)
     words = [w for w in spaced.split("-") if w]
@@ -214,31 +215,40 @@ def _script_key(text: str) -> str:
 
 
 @lru_cache(maxsize=16_384)  # section names and file stems recur in every ledger entry and link
-def concept_key(text: str) -> str:
+def concept_key(text: str, keep_case: bool = False) -> str:
     """A slug of the text. A name in another script keeps that script (`_script_key`): transliterated,
     "部署" and "布署" were both "bu-shu", "石", "十" and "時" all "shi", "Мир" was the Latin "mir", so two
     files shared one concept and each topic file showed the other's notes. ASCII names keep their slug;
     Latin ones keep their diacritics. A name with nothing to transliterate ("🚀.md", "🔥.md") is keyed by
     its code points, not one shared "untitled" that merged every such file into one concept."""
-    if _other_script(text) and (key := _script_key(text)):
+    if _other_script(text) and (key := _script_key(text, keep_case)):
         return key
     # A Latin name with diacritics keeps them: "café" and "cafe", "Müller" and "Muller", "résumé" and
     # "resume" are two files, and one key made each topic file list the other's notes. (İ lowercases to
     # i and a combining dot, which would split the word.)
     slug = slugify(text.replace("\u0130", "I"), max_length=MAX_CONCEPT_KEY, word_boundary=True,
-                   allow_unicode=not text.isascii())
+                   allow_unicode=not text.isascii(), lowercase=not keep_case)
     if slug:
         return slug
     points = "-".join(f"{ord(ch):x}" for ch in text if not ch.isspace() and ch not in "\ufe0f\u200d")
     return f"u-{points}"[:MAX_CONCEPT_KEY].rstrip("-") if points else "untitled"
 
 
+def file_key(stem: str) -> str:
+    """The concept key of a file named `stem` (a memory file, or a link's target file): the slug, with its
+    letters' case kept when the name has a capital ("Deploy" is not "deploy": on a case-sensitive disk they
+    are two files, and one key made each file's appendix list the other's notes, harm14). A name without
+    capitals keeps the key it always had; a key with a capital never equals one without."""
+    return concept_key(stem, keep_case=True) if stem != stem.lower() else concept_key(stem)
+
+
 def _link_target_key(target: str) -> str | None:
-    """Concept key for a link to another memory file; None for URLs and anchors."""
+    """Concept key for a link to another memory file (`file_key`: it names a file, case and all); None
+    for URLs and anchors."""
     if "://" in target or target.startswith(("#", "mailto:")):
         return None
     stem = PurePosixPath(target.split("#", 1)[0]).stem
-    return concept_key(stem) if stem else None
+    return file_key(stem) if stem else None
 
 
 def _mentions(text: str) -> tuple[str, ...]:
@@ -523,7 +533,7 @@ def _paired(statements: list[Statement]) -> list[Statement]:
 def memory_file_key(filename: str) -> str:
     """A memory file's concept key: its file stem (`name:` is only its title), slugged the way index
     links and wikilinks to it are, so `[x](feedback_x.md)` and `[[feedback-x]]` reach the same concept."""
-    return concept_key(PurePosixPath(filename).stem)
+    return file_key(PurePosixPath(filename).stem)
 
 
 # A description this short with a generic or document-kind head ("Weekly status", "Sprint notes") names

@@ -175,7 +175,8 @@ def memory_snapshot(conn: sqlite3.Connection, ontology: str, limit: int = MAX_LI
         by_loose = {_loose(name): name for name in files}
         for block in parse_index(index):
             for target in block.targets:  # every file a line links is in the index, not only its first
-                name = by_loose.get(_loose(target))
+                # The exact name first: `Deploy.md` and `deploy.md` are two files on a case-sensitive disk.
+                name = target if target in files else by_loose.get(_loose(target))
                 if name is not None and files[name] in by_key:
                     # No "N confirmed" on the author's own line: another memory file of the same folder
                     # restating a claim (a cross-reference's blurb, a boilerplate note) is no confirmation,

@@ -200,6 +200,41 @@ def test_through_the_mount_subfolders_and_other_files_stay_readable(tmp_path):
 
 
 @requires_fuse
+def test_through_the_mount_two_files_whose_names_differ_only_in_case_are_two_files(tmp_path):
+    """`Deploy.md` and `deploy.md` are two files on a case-sensitive disk, and the agent reads both: each
+    is listed and read as written, with nothing of the other's appended (one lower-cased concept key made
+    each file's appendix "add" the other's lines, harm14); the index links each to its own file."""
+    slot = tmp_path / "memory"
+    slot.mkdir()
+    host = {"MEMORY.md": "- [Deploy](Deploy.md) — how the web app ships\n- [deploy](deploy.md) — the cron box\n",
+            "Deploy.md": "---\nname: Deploy\ndescription: how the web app ships\ntype: project\n---\n"
+                         "- The web app ships through the blue-green pipeline on Tuesdays.\n",
+            "deploy.md": "---\nname: deploy\ndescription: the cron box rollout\ntype: project\n---\n"
+                         "- The cron box is patched by hand on Fridays.\n"}
+    for name, text in host.items():
+        (slot / name).write_text(text, encoding="utf-8")
+    onto = Ontology(tmp_path / "K", "notes", create=True)
+    ingest_host_files(onto, slot)
+    with onto.reader() as conn:
+        keys = {r[0]: r[1] for r in conn.execute("SELECT filename, concept FROM memory_files WHERE kind = 'memory'")}
+    onto.close()
+    mount(tmp_path / "K", "notes", slot, state_dir=tmp_path / "state")
+    try:
+        names = os.listdir(slot)
+        assert "Deploy.md" in names and "deploy.md" in names, names
+        for name in ("Deploy.md", "deploy.md"):
+            text = subprocess.run(["cat", str(slot / name)], capture_output=True, text=True, timeout=30,
+                                  check=True).stdout
+            assert text == host[name], (name, text)
+        index = subprocess.run(["cat", str(slot / "MEMORY.md")], capture_output=True, text=True, timeout=30,
+                               check=True).stdout
+        assert host["MEMORY.md"].rstrip("\n") in index and "not in the index" not in index, index
+    finally:
+        unmount(slot, tmp_path / "state")
+    assert keys["Deploy.md"] != keys["deploy.md"], keys
+
+
+@requires_fuse
 def test_through_the_mount_a_folder_from_a_user_we_had_not_met_reads_as_written(tmp_path):
     """blind10, through a real mount: a Notepad UTF-16 note reads as its characters, notes named with
     spaces and emoji stay indexed where the author's index links them, a paste with NUL bytes (refused,

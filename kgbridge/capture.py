@@ -442,8 +442,50 @@ def capture_files(project: Project, paths: list[Path], harness: str, *, rescan_w
         spawn_worker(str(project.root), harness, state=state)
 
 
+# Claude Code's Edit finds `old_string` in the file with curly quotes read as straight ones, and writes the
+# file's quote style into `new_string` (its FileEdit tool, 2.1.x). Applied literally, an edit whose
+# old_string has `"v1.x"` where the file has `“v1.x”` changed nothing, though the agent was told it was
+# saved (blind14).
+_CURLY = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"'})
+_ESCAPE = re.compile(r"(\\\\)|\\u([0-9a-fA-F]{4})")
+_OPENS_AFTER = frozenset(" \t\n\r([{\u2014\u2013")
+
+
+def _actual_old(text: str, old: str) -> str:
+    """The span of `text` Claude Code's Edit takes `old` to mean: itself, else the same characters with
+    curly quotes read as straight, else `old` with its `\\uXXXX` escapes read as characters."""
+    if old in text:
+        return old
+    at = text.translate(_CURLY).find(old.translate(_CURLY))
+    if at != -1:
+        return text[at:at + len(old)]
+    unescaped = _ESCAPE.sub(lambda m: m.group(1) or chr(int(m.group(2), 16)), old)
+    return unescaped if unescaped != old and unescaped in text else old
+
+
+def _opens(chars: list[str], i: int) -> bool:
+    return i == 0 or chars[i - 1] in _OPENS_AFTER
+
+
+def _in_file_style(old: str, actual: str, new: str) -> str:
+    """`new` with the file's curly quotes where `old` matched only with its quotes straightened."""
+    if old == actual:
+        return new
+    chars = list(new)
+    if "\u201c" in actual or "\u201d" in actual:
+        chars = [("\u201c" if _opens(chars, i) else "\u201d") if c == '"' else c for i, c in enumerate(chars)]
+    if "\u2018" in actual or "\u2019" in actual:
+        def single(i: int) -> str:
+            before, after = chars[i - 1] if i else "", chars[i + 1] if i + 1 < len(chars) else ""
+            if before.isalpha() and after.isalpha():
+                return "\u2019"  # an apostrophe
+            return "\u2018" if _opens(chars, i) else "\u2019"
+        chars = [single(i) if c == "'" else c for i, c in enumerate(chars)]
+    return "".join(chars)
+
+
 def intended_content(tool: str, tool_input: dict, current: str) -> str | None:
-    """What a Write/Edit/MultiEdit would have left in the file."""
+    """What a Write/Edit/MultiEdit would have left in the file, applied as Claude Code applies it."""
     if tool == "Write":
         content = tool_input.get("content")
         return content if isinstance(content, str) else None
@@ -453,7 +495,14 @@ def intended_content(tool: str, tool_input: dict, current: str) -> str | None:
         old, new = edit.get("old_string"), edit.get("new_string")
         if not isinstance(old, str) or not isinstance(new, str):
             return None
-        text = text.replace(old, new) if edit.get("replace_all") else text.replace(old, new, 1)
+        if old == "":  # Claude Code: the file becomes new_string
+            text = new
+            continue
+        actual = _actual_old(text, old)
+        new = _in_file_style(old, actual, new)
+        if new == "" and not actual.endswith("\n") and actual + "\n" in text:
+            actual += "\n"  # deleting a line takes its line break with it
+        text = text.replace(actual, new) if edit.get("replace_all") else text.replace(actual, new, 1)
     return text
 
 

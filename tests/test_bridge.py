@@ -32,6 +32,25 @@ def active(bridge: BridgeEnv) -> BridgeEnv:
     return bridge
 
 
+@pytest.mark.parametrize(("edit", "after"), [
+    ({"old_string": 'tagged "v1.x"', "new_string": 'tagged "v2.x" (not "v1.y")'},
+     "- Tags: tagged “v2.x” (not “v1.y”).\n- Don’t tag on Fridays.\n- Keep \u2014 always.\n"),
+    ({"old_string": "Don't tag on Fridays.", "new_string": "Don't tag on 'quiet' Fridays."},
+     "- Tags: tagged “v1.x”.\n- Don’t tag on ‘quiet’ Fridays.\n- Keep \u2014 always.\n"),
+    ({"old_string": "- Don’t tag on Fridays.", "new_string": ""}, "- Tags: tagged “v1.x”.\n- Keep \u2014 always.\n"),
+    ({"old_string": "Keep \\u2014 always", "new_string": "Keep it always"},
+     "- Tags: tagged “v1.x”.\n- Don’t tag on Fridays.\n- Keep it always.\n"),
+])
+def test_an_edit_is_applied_to_the_mounted_text_as_claude_code_applies_it(edit, after):
+    """blind14: Claude Code's Edit reads curly quotes as straight ones to find old_string (keeping the
+    file's style in the new text), reads `\\uXXXX` escapes, and deletes a line with its line break. Taken
+    literally, the first two edits changed nothing and the agent was told they were saved."""
+    from kgbridge.capture import intended_content
+
+    before = "- Tags: tagged “v1.x”.\n- Don’t tag on Fridays.\n- Keep \u2014 always.\n"
+    assert intended_content("Edit", edit, before) == after
+
+
 def test_slug_and_root_are_stable_through_symlinks(tmp_path, monkeypatch):
     repo = tmp_path / "My Repo_2"
     (repo / ".git").mkdir(parents=True)

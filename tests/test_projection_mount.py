@@ -150,6 +150,29 @@ def test_pre_tool_use_edit_applies_to_the_current_file(env):
     assert "The user prefers spaces" in saved and "tabs" not in saved and "bel " not in saved
 
 
+def test_an_edit_with_straight_quotes_of_a_curly_quoted_note_is_saved_as_claude_code_writes_it(env):
+    """blind14: Claude Code's Edit matches `"v1.x"` against a file's `“v1.x”` and writes the file's quote
+    style into the new text. Applied literally through the mount, the edit changed nothing: the agent was
+    told it was saved and read the old text back."""
+    bridge, _ = env
+    onto = Ontology(bridge.root, "shop")
+    original = ("---\nname: release-tags\ndescription: how releases are tagged\ntype: project\n---\n\n"
+                "- Releases are tagged “v1.x”; the user said “never retag”.\n- Don’t tag on Fridays.\n")
+    onto.ingest("release-tags.md", original.encode(), Channel.CLI)
+    onto.close()
+    target = bridge.memory_dir / "release-tags.md"
+    assert target.read_text().startswith(original)
+    payload = {"session_id": "s1", "cwd": str(bridge.project), "hook_event_name": "PreToolUse",
+               "tool_name": "MultiEdit", "tool_input": {"file_path": str(target), "edits": [
+                   {"old_string": 'Releases are tagged "v1.x"', "new_string": 'Releases are tagged "v2.x"'},
+                   {"old_string": "- Don't tag on Fridays.", "new_string": ""}]}}
+    result = bridge.hook(payload)
+    assert json.loads(result.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
+    assert wait_for(lambda: [p for p in drops(bridge.ingest) if p.name.endswith(".release-tags.md")])
+    saved = [p.read_text() for p in drops(bridge.ingest) if p.name.endswith(".release-tags.md")]
+    assert saved == [original.replace("tagged “v1.x”", "tagged “v2.x”").replace("- Don’t tag on Fridays.\n", "")]
+
+
 def _hook_processes(state: Path) -> list[int]:
     """Pids of `python -m kgbridge.hook` processes (a hook, or a child forked from one; not a
     worker: those carry `--drain`/`--worker`) running for the bridge whose state dir is `state`."""

@@ -15,6 +15,7 @@ from pathlib import Path, PurePosixPath
 from urllib.parse import unquote
 
 from ontology import queries
+from ontology.extract import file_key
 from ontology.schema import in_chunks
 from ontology.scope import own_subject_fact
 from projection.hostindex import parse_index
@@ -76,6 +77,17 @@ _HELD_UNSHOWN = f"""EXISTS (SELECT 1 FROM assertions a JOIN stances st ON st.ass
                AND st.source_id NOT IN ({_SHOWN_SOURCES}))"""
 PAGED_CONCEPTS = f"""SELECT c.key FROM concepts c WHERE NOT EXISTS (SELECT 1 FROM assertions a WHERE a.concept_id = c.id)
     OR {_HELD_UNSHOWN} ORDER BY c.key"""
+# Memory files the graph had and no longer shows (deleted or renamed away, ADR 0012).
+FORGOTTEN_FILES = """SELECT DISTINCT a.filename FROM artifacts a JOIN sources s ON s.id = a.source_id
+    WHERE a.kind IN ('memory', 'tombstone') AND a.filename NOT IN (SELECT filename FROM memory_files)"""
+
+
+def forgotten_keys(filenames: Iterable[str]) -> set[str]:
+    """The concepts of memory files the agent deleted or renamed away: none gets a page, whatever a ledger
+    entry or a document still says of it. Its page was the deleted file come back, often under its own
+    name (`search.md`), listed "not in the index" and holding the file's old lines as withdrawn claims
+    beside the ledger's (harm14); what the ledger says stays in search and kg_concept."""
+    return {file_key(PurePosixPath(name).stem) for name in filenames}
 
 
 def _paged(conn: sqlite3.Connection, keys: Sequence[str]) -> set[str]:
@@ -162,6 +174,8 @@ def memory_snapshot(conn: sqlite3.Connection, ontology: str, limit: int = MAX_LI
     # (its file deleted: ADR 0012), nor one whose claims only files shown under their own names hold (a
     # merged or renamed-away file's concept: PAGED_CONCEPTS).
     paged = _paged(conn, [r[0] for r in rows if r[6] and r[0] not in file_of])
+    if paged:  # nearly always empty in a graph of memory files: the artifacts are scanned only then
+        paged -= forgotten_keys(r[0] for r in conn.execute(FORGOTTEN_FILES))
     by_key = {r[0]: r for r in rows if r[0] in file_of or (r[6] and r[0] in paged)}
 
     def line(key: str, confirmed: bool = True) -> ConceptLine:  # built only for what a MEMORY.md can show

@@ -18,8 +18,8 @@ from pathlib import Path
 from ontology import queries
 from ontology.ingest import Ontology
 from projection.render import FULL_INDEX_NAME, index_cut, render_memory
-from projection.snapshot import (MEMORY_NAME, PAGED_CONCEPTS, graph_version, memory_files, memory_snapshot,
-                                 memory_topics)
+from projection.snapshot import (FORGOTTEN_FILES, MEMORY_NAME, PAGED_CONCEPTS, forgotten_keys, graph_version,
+                                 memory_files, memory_snapshot, memory_topics)
 from projection.topic import render_memory_topic, render_topic
 
 
@@ -59,8 +59,10 @@ class ProjectionView:
             file_of: dict[str, str] = {}
             for name, key in files.items():
                 file_of.setdefault(key, name)
-            keys = [r[0] for r in conn.execute(PAGED_CONCEPTS) if r[0] not in file_of and f"{r[0]}.md" not in files]
             forgotten = {r[0] for r in conn.execute(FORGOTTEN_FILES)}
+            gone = forgotten_keys(forgotten)  # a deleted file does not come back as a page (harm14)
+            keys = [r[0] for r in conn.execute(PAGED_CONCEPTS)
+                    if r[0] not in file_of and f"{r[0]}.md" not in files and r[0] not in gone]
             self._files, self._file_of, self._keys, self._key_set = files, file_of, keys, frozenset(keys)
             self._forgotten, self._cache, self._version = forgotten, {}, version
         self._last_stamp = self._seen_stamp
@@ -161,10 +163,6 @@ class ProjectionView:
 # Topic files rendered per miss (see `_render`): a batch of 64 costs what about ten single renders do,
 # and stays small enough that reading one file after a change pays little for the others.
 TOPIC_BATCH = 64
-
-
-FORGOTTEN_FILES = """SELECT DISTINCT a.filename FROM artifacts a JOIN sources s ON s.id = a.source_id
-    WHERE a.kind IN ('memory', 'tombstone') AND a.filename NOT IN (SELECT filename FROM memory_files)"""
 
 
 def materialize(view: ProjectionView, target: Path) -> list[str]:

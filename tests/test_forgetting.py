@@ -770,4 +770,31 @@ def test_a_dispute_on_a_renamed_away_files_concept_names_a_file_that_is_there(on
     assert len(disputed) == 1 and disputed[0].endswith("(topic: project_release.md)"), disputed
 
 
+def test_a_file_the_agent_deleted_does_not_come_back_as_a_page_for_what_a_ledger_says_of_it(onto: Ontology):
+    """harm14: a session's ledger entry speaks of what a memory file is about (its claim lands on the file's
+    concept); the agent then deletes the file. The concept still held the ledger's claim, so it got a page,
+    under the deleted file's own name (`search.md`), listed "not in the index" and holding the file's old
+    lines as withdrawn claims: to the agent, the file it deleted came back. No page for a deleted or
+    renamed-away file's concept; a concept only the ledger knows keeps its page; what the ledger said is
+    still found by search. Fails with the view's and MEMORY.md's page lists back to PAGED_CONCEPTS alone."""
+    search = memory_bytes("search", "the search index", "- The search index is rebuilt every night at 02:00.\n"
+                          "- Search ranks results with BM25.")
+    onto.ingest("MEMORY.md", b"# Memory\n\n- [Search](search.md) - the search index\n", Channel.CLI)
+    onto.ingest("search.md", search, Channel.CLI)
+    onto.ingest("2026-04-05T1445Z_e001.md", ledger("s1", "- The search index now rebuilds every hour.\n\n"
+                                                         "## Mail relay\n- The mail relay retries three times."),
+                Channel.CLI)
+    view = ProjectionView(onto)
+    assert set(view.names()) == {"MEMORY.md", "search.md", "mail-relay.md"}, view.names()
+    tombstone = json.dumps({"kgbridge": "tombstone", "file": "search.md", "at": "2026-11-30T04:00:00Z"}).encode()
+    onto.ingest(drop_name("tombstone", tombstone, "search.md"), tombstone, Channel.CLI)
+    onto.ingest("MEMORY.md", b"# Memory\n\n", Channel.CLI)
+    assert set(view.names()) == {"MEMORY.md", "mail-relay.md"}, view.names()
+    memory = view.read("MEMORY.md").decode()
+    assert "search.md" not in memory and "[mail-relay](mail-relay.md)" in memory, memory
+    from ontology.search import search as search_claims
+    with onto.reader() as conn:
+        assert any("rebuilds every hour" in hit.text for hit in search_claims(conn, "rebuilds every hour"))
+
+
 NOTES = memory_bytes("notes", "team notes", "- The Celery broker is SQS.")

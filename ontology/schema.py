@@ -12,7 +12,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TypeVar
 
-SCHEMA_VERSION = 29  # 2: lsh is WITHOUT ROWID; 3: 15x4 LSH bands; 4: subsets (exact short near-dups);
+SCHEMA_VERSION = 30  # 2: lsh is WITHOUT ROWID; 3: 15x4 LSH bands; 4: subsets (exact short near-dups);
 # 5: evidence aggregates kept by delta (ontology/aggregate.py); 6: trigram indexes for CJK search
 # 7: memory_files (newest text of each memory file and of the index, for the projection)
 # 8: source identities fold NFC/NFD and case of file names; 9: NFC only, case kept (layout.name_key)
@@ -44,6 +44,8 @@ SCHEMA_VERSION = 29  # 2: lsh is WITHOUT ROWID; 3: 15x4 LSH bands; 4: subsets (e
 #     lines the projection never showed, so a graph holding one is rebuilt (ADR 0005, session 14)
 # 29: no DDL change: a memory file's concept key (and a link's to it) keeps the case of a name with a capital
 #     (`Deploy.md` and `deploy.md` are two concepts, not one lower-cased key; ADR 0005, "Session 14 (harm14)")
+# 30: claim keys, tokens and values hold decimal digits of other scripts as ASCII (tokens.fold): "पोर्ट ८०००"
+#     and "पोर्ट 8000" are one claim (ADR 0004, "Session 14 (recall14)")
 # A writer holding the lock is normal (one artifact at a time); wait for it rather than fail.
 BUSY_TIMEOUT_MS = 30_000
 WAL_AUTOCHECKPOINT_PAGES = 16_384

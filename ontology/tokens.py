@@ -140,11 +140,21 @@ _INVISIBLE_RE = re.compile("[\u00ad\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066
                            "\u0591-\u05bd\u05bf\u05c1\u05c2\u05c4\u05c5\u05c7\u064b-\u065f\u0670]|(?<=i)\u0307")
 
 
+# A decimal digit of any other script (Devanagari ८, Persian ۸, Arabic-Indic ٨, Thai ๘, Bengali …; NFKC folds
+# only the full-width ８): the same number written in two scripts is one number, so "पोर्ट ८०००" and
+# "पोर्ट 8000" are one claim, and "Port: ۸۰۸۰" and "Port: 8080" one value, not two rivals.
+_DIGIT_RE = re.compile(r"(?![0-9])\d")
+
+
+def _ascii_digit(match: re.Match[str]) -> str:
+    return chr(0x30 + unicodedata.decimal(match.group()))
+
+
 def fold(text: str) -> str:
     """The matching form of text: NFKC (full-width to ASCII, composed accents), casefolded, without
-    the invisible characters and optional vowel points above."""
+    the invisible characters and optional vowel points above, decimal digits in ASCII."""
     folded = unicodedata.normalize("NFKC", text).casefold().replace("\u2019", "'")
-    return folded if folded.isascii() else _INVISIBLE_RE.sub("", folded)
+    return folded if folded.isascii() else _DIGIT_RE.sub(_ascii_digit, _INVISIBLE_RE.sub("", folded))
 
 
 def bigrams(run: str) -> list[str]:

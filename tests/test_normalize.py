@@ -170,3 +170,39 @@ def test_a_long_run_without_a_path_is_tokenized_in_linear_time():
     text = "a-" * 32_000 + "b. see ~/notes/a-b.md and x.y.md"
     words = tokens(text)
     assert words.count("a") == 32_000 and words[-4:] == ["see", "~/notes/a-b.md", "and", "x.y.md"]
+
+
+# The same number written in another script's digits (Devanagari, Persian, Arabic-Indic, Thai, Bengali;
+# NFKC folds only full-width ones) is the same number: one key, one value (ontology.tokens.fold).
+_DIGIT_ZEROS = (0x966, 0x6F0, 0x660, 0xE50, 0x9E6, 0xFF10)
+
+
+def _digits(zero: int, number: str) -> str:
+    return "".join(chr(zero + int(d)) for d in number)
+
+
+@pytest.mark.parametrize("zero", _DIGIT_ZEROS)
+def test_a_number_in_another_scripts_digits_is_the_same_number(zero):
+    assert proposition(f"The API listens on port {_digits(zero, '8000')} in staging").key == \
+        proposition("The API listens on port 8000 in staging").key
+    assert fact_proposition("Node version", _digits(zero, "20")) == fact_proposition("Node version", "20")
+    assert proposition(f"पोर्ट {_digits(zero, '8000')} पर सुनता है").key == proposition("पोर्ट 8000 पर सुनता है").key
+    # another number stays another number
+    assert proposition(f"The API listens on port {_digits(zero, '8001')} in staging").key != \
+        proposition("The API listens on port 8000 in staging").key
+
+
+def test_two_files_writing_one_number_in_two_scripts_agree_and_keep_their_digits(onto):
+    from conftest import memory
+    from ontology.artifact import Channel
+
+    onto.ingest("a.md", memory("a", "service a", "- The API listens on port ८००० in staging\n- Port: ۸۰۸۰"),
+                Channel.CLI)
+    onto.ingest("b.md", memory("b", "service b", "- The API listens on port 8000 in staging\n- Port: 9090"),
+                Channel.CLI)
+    with onto.reader() as conn:
+        rows = {r[0]: (r[1], r[2]) for r in conn.execute("SELECT text, n_for, status FROM assertions")}
+        said = {r[0] for r in conn.execute("SELECT text FROM stances")}
+    assert rows["The API listens on port ८००० in staging"][0] == 2  # one claim, both files for it
+    assert "The API listens on port 8000 in staging" in said  # each file's own words are kept
+    assert rows["Port: ۸۰۸۰"][0] == 1 and rows["Port: 9090"][0] == 1  # 8080 and 9090 stay two values

@@ -370,14 +370,25 @@ def unmount(at: Optional[Path] = typer.Option(None, "--at", help="Mount point (d
     console.print(f"unmounted {target}" if was else f"nothing mounted at {target}")
 
 
+def _same_or_inside(path: Path, directory: Path) -> bool:
+    a, b = Path(path).expanduser().resolve(), Path(directory).expanduser().resolve()
+    return a == b or b in a.parents
+
+
 @app.command("project")
 def project_cmd(to: Path = typer.Option(..., "--to", help="Directory to write MEMORY.md and topic files into."),
                 ontology: Optional[str] = OntologyOpt, root: Optional[Path] = RootOpt) -> None:
-    """Write the projection as plain files (where FUSE is unavailable)."""
-    from projection.view import ProjectionView, materialize
+    """Write the projection as plain files (where FUSE is unavailable) into an empty directory."""
+    from projection.view import ProjectionView, TargetHoldsFiles, materialize
 
+    if any(_same_or_inside(to, slot) for slot in (project_mod.resolve().memory_dir, project_mod.codex_memories())):
+        fail(f"{to} is a memory folder the hooks capture from: files written there would come back as the "
+             f"agent's own. Write the projection to another directory, or use `kgbridge mount`.")
     onto = _open(root, ontology)
-    names = materialize(ProjectionView(onto), to)
+    try:
+        names = materialize(ProjectionView(onto), to)
+    except TargetHoldsFiles as exc:
+        fail(str(exc))
     console.print(f"wrote {len(names)} files to {to}")
 
 

@@ -165,11 +165,34 @@ class ProjectionView:
 TOPIC_BATCH = 64
 
 
+# Left in a directory `materialize` wrote, so it may write there again (hidden: never ingested, never shown).
+MATERIALIZED_MARK = ".kgbridge-projection"
+
+
+class TargetHoldsFiles(ValueError):
+    """`materialize` was pointed at a directory holding markdown files it did not write."""
+
+
 def materialize(view: ProjectionView, target: Path) -> list[str]:
-    """`kgbridge project --to DIR`: write every projected file atomically; returns the names."""
+    """`kgbridge project --to DIR`: write every projected file atomically; returns the names.
+
+    Refuses a directory holding markdown files of its own (TargetHoldsFiles) unless an earlier
+    materialize wrote it: pointed at an agent's memory folder, it replaced the author's MEMORY.md and
+    notes with our rendering, which the hooks then captured as the author's words, one more header,
+    footer and appendix per round (blind14)."""
     from ontology.atomic import atomic_write
 
+    target = Path(target)
+    if target.is_dir() and not (target / MATERIALIZED_MARK).exists():
+        own = sorted(p.name for p in target.iterdir() if p.suffix.lower() == ".md" and not p.name.startswith("."))
+        if own:
+            raise TargetHoldsFiles(f"{target} holds markdown files kgbridge did not write ({', '.join(own[:3])}"
+                                   f"{', …' if len(own) > 3 else ''}): the projection would replace them. Write it "
+                                   f"to an empty directory; over a memory folder, use `kgbridge mount`, which "
+                                   f"leaves its files untouched.")
     names = view.names()
+    atomic_write(target / MATERIALIZED_MARK, b"written by kgbridge project --to; safe to delete with this folder\n",
+                 mode=0o644)
     for name in names:
         data = view.read(name)
         if data is not None:

@@ -91,3 +91,31 @@ def test_the_verbs_run_most_often_start_without_loading_the_graph_nor_the_server
     assert not heavy & cli, heavy & cli
     # nor does the server load the MCP SDK before the first /mcp request (ontology.server.LazyMCP)
     assert "ontology.ingest" in serve and not {m for m in serve if m == "mcp" or m.startswith("mcp.")}
+
+
+def test_project_never_writes_over_a_memory_folder(bridge):
+    """blind14: `kgbridge project --to` the agent's memory folder replaced its MEMORY.md and notes with our
+    rendering, and the hooks captured that back as the author's words (one more header, footer and
+    appendix per round). The capture slot, and any folder holding markdown of its own, are refused as
+    they are; a folder `project` wrote before is refreshed."""
+    assert bridge.cli("activate").returncode == 0
+    slot = bridge.memory_dir
+    slot.mkdir(parents=True, exist_ok=True)
+    files = {"MEMORY.md": "# Memory\n\n- [Deploy](deploy.md) — Tuesdays\n",
+             "deploy.md": "---\nname: deploy\ndescription: when\ntype: project\n---\nWe ship on Tuesdays.\n"}
+    other = bridge.base / "notes"
+    for folder in (slot, other):
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, text in files.items():
+            (folder / name).write_text(text, encoding="utf-8")
+    before = {p: p.read_bytes() for folder in (slot, other) for p in folder.iterdir()}
+    line = _one_line_refusal(bridge.cli("project", "--to", str(slot)))
+    assert "memory folder the hooks capture from" in line
+    line = _one_line_refusal(bridge.cli("project", "--to", str(other)))
+    assert "MEMORY.md" in line and "kgbridge mount" in line
+    assert {p: p.read_bytes() for folder in (slot, other) for p in folder.iterdir()} == before
+    fresh = bridge.base / "projection"
+    for _ in range(2):  # a folder it wrote itself: written again
+        done = bridge.cli("project", "--to", str(fresh))
+        assert done.returncode == 0, done.stderr
+    assert (fresh / "MEMORY.md").read_text().count("kgbridge") >= 1

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import enum
 import re
+import unicodedata
 
 from ontology.language import Lang, detect
 from ontology.tokens import fold, words as split_words
@@ -100,6 +101,32 @@ _HISTORY = re.compile(
     r"\b(?:was|were|previously|formerly|used to|replaced|replaces|instead|legacy|deprecated|obsolete|old|"
     r"migrated|retired|früher|ehemals|ersetzt|anciennement|remplacé|antes|reemplazad[oa])\b"
     r"|旧|以前|之前|原来|曾|替代|取代|替换|改为|改用|이전|기존|대체|폐지|以前の|置き換", re.IGNORECASE)
+
+
+# "Now Y …, formerly X" in one statement: X is what it replaced, so X is declared out of use (blind10's
+# languages: "теперь `nats`, раньше был `rabbitmq`", "अब हम `uv` …, पहले `pip-tools` था", "از این به بعد
+# `podman` …؛ قبلاً `docker` بود", "Hiện nay dùng `axum` …, trước đây là `actix-web`"). Both cues are needed:
+# a "now" anywhere before, and a "formerly" word (with at most a copula or "used") right before the
+# identifier. "पहले" alone is also "first" ("पहले `migrate --plan` देखें"), which is why the "now" is required.
+_NOW_CUE = re.compile(r"\b(?:now|теперь|тепер|agora|hiện nay|bây giờ)\b|अब\s|ตอนนี้|از این به بعد|اکنون|الان",
+                      re.IGNORECASE)
+_FORMERLY_BEFORE = re.compile(
+    r"(?:\b(?:previously|formerly|раньше|ранее|прежде|раніше|trước đây|eskiden|dawniej|dříve)\b|पहले|เดิม|قبلاً)"
+    r"\s*(?:(?:был|была|было|были|був|була|було|були|là|was|were|used|ใช้|dùng)\s*)?[`']?$", re.IGNORECASE)
+
+
+# "now also Y, previously only X", "X still works": an addition, not a replacement.
+_ADDITION = re.compile(r"\b(?:also|too|as well|still|only|тоже|также|ещё|еще|теж|також|também|ainda|cũng|vẫn|chỉ)\b"
+                       r"|\sभी\s", re.IGNORECASE)
+
+
+def _formerly_at(text: str, start: int) -> bool:
+    """Is the identifier at `start` what a "now …, formerly X" statement says it replaced?"""
+    head = text[:start] if text.isascii() else unicodedata.normalize("NFC", text[:start])  # NFD Vietnamese
+    if _ADDITION.search(unicodedata.normalize("NFC", text)):
+        return False
+    now = _NOW_CUE.search(head)
+    return now is not None and _FORMERLY_BEFORE.search(head, now.end()) is not None
 
 
 def _identifier(span: str) -> str | None:
@@ -197,7 +224,7 @@ def identifier_stances(text: str, polarity: int) -> tuple[tuple[str, IdentifierS
     out: dict[str, IdentifierStance] = {}
     if not _FUTURE.search(text) and not _NOT_FOR_GOOD.search(text) and (polarity > 0 or _NEGATED_REMOVAL.search(text)):
         for start, end, idents in _occurrences(text):
-            if _removed_at(text, start, end, lang):
+            if _removed_at(text, start, end, lang) or _formerly_at(text, start):
                 out.update(dict.fromkeys(idents, IdentifierStance.REMOVED))
     if polarity < 0 or _RECORD.search(text):
         return tuple(out.items())

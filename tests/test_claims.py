@@ -3,6 +3,7 @@ reproduced with our own fixtures (tests/fixtures/claims/<class>/), ingested into
 
 from __future__ import annotations
 
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -270,3 +271,33 @@ def test_a_catalogue_of_what_a_tool_offers_is_no_use_of_a_removed_identifier(ont
     claims = _ingest(onto, "catalogue")
     assert "`bell_sound` is in use" in _disputed(claims), _disputed(claims)
     assert "`idle_ping` is in use" not in _disputed(claims), _disputed(claims)
+
+
+@pytest.mark.parametrize(("text", "old"), [
+    ("Now we use `uv-tool`, previously `pip-tools`", "pip-tools"),
+    ("We now deploy with `argo-sync`; formerly `fab-deploy`", "fab-deploy"),
+    ("Очередь теперь на `nats-js`, раньше был `rabbit-mq`", "rabbit-mq"),
+    ("अब हम `uv-tool` इस्तेमाल करते हैं, पहले `pip-tools` था।", "pip-tools"),
+    ("Hiện nay dùng `axum-web` cho máy chủ HTTP, trước đây là `actix-web`.", "actix-web"),
+    (unicodedata.normalize("NFD", "Hiện nay dùng `axum-web` cho máy chủ HTTP, trước đây là `actix-web`."), "actix-web"),
+    ("از این به بعد با `podman-cli` می‌سازیم؛ قبلاً `docker-cli` بود.", "docker-cli"),
+])
+def test_now_y_formerly_x_declares_x_out_of_use(text, old):
+    """"Now Y …, formerly X" in one statement: X is what it replaced (removed), Y is in use (blind10's
+    languages; only identifiers, as every removal)."""
+    from ontology.removals import IdentifierStance, identifier_stances
+
+    assert dict(identifier_stances(text, 1)).get(old) is IdentifierStance.REMOVED, text
+
+
+@pytest.mark.parametrize("text", [
+    "पहले `migrate --plan` देखें",  # "first check …": no "now", so no history
+    "Previously `pip-tools` was fine, now too",  # the "formerly" is not after a "now"
+    "We now also support `pip-tools`, previously only `poetry-core`",  # an addition, not a replacement
+    "Now `pip-tools` still works, previously `poetry-core` too",
+    "`pip-tools` is what we use now",
+])
+def test_a_formerly_without_a_replacing_now_removes_nothing(text):
+    from ontology.removals import IdentifierStance, identifier_stances
+
+    assert IdentifierStance.REMOVED not in dict(identifier_stances(text, 1)).values(), text

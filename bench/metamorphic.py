@@ -377,11 +377,17 @@ def _agreements(folder: Path, work: Path) -> set[frozenset[str]]:
         onto.close()
 
 
+def _is_arrival(name: str) -> bool:
+    """An arrival order: reversed, shuffled (SHUFFLE_SEED), or shuffled with its own seed ("arrive_shuffled@3")."""
+    return name in ARRIVALS or (name.startswith("arrive_shuffled@") and name.partition("@")[2].isdigit())
+
+
 def arrival_order(names: list[str], arrival: str) -> list[str]:
     """The file names in the order `arrival` delivers them."""
     ordered = sorted(names, reverse=arrival == "arrive_reversed")
-    if arrival == "arrive_shuffled":
-        random.Random(SHUFFLE_SEED).shuffle(ordered)
+    if arrival.startswith("arrive_shuffled"):
+        seed = int(arrival.partition("@")[2] or SHUFFLE_SEED)
+        random.Random(seed).shuffle(ordered)
     return ordered
 
 
@@ -419,14 +425,14 @@ def check(folder: Path, rewrites: list[str], work: Path) -> list[Report]:
     before = set().union(*(keys(f) for f in found))
     agreed = _agreements(base, work / "agr-base")
     out: list[Report] = []
-    for name in (r for r in rewrites if r in ARRIVALS):
+    for name in (r for r in rewrites if _is_arrival(r)):
         after, kept = _arrived(base, work / f"db-{name}", name)
         new = sorted({f.shown for f in after if not keys(f) & before})
         lost = sorted(" = ".join(sorted(a)) for a in agreed if not any(a <= b for b in kept))
         shown = set().union(*(keys(f) for f in after))  # the same files: a finding must not depend on order
         lost += sorted({f"finding {f.shown}" for f in found if not keys(f) & shown})
         out.append(Report(folder.name, name, new, lost))
-    for name in (r for r in rewrites if r not in ARRIVALS):
+    for name in (r for r in rewrites if not _is_arrival(r)):
         changed = REWRITES[name](files)
         if changed == files:
             continue
@@ -456,9 +462,11 @@ def main() -> None:
     parser.add_argument("--only", default=",".join((*REWRITES, *ARRIVALS)),
                         help="comma-separated rewrites (and arrival orders) to apply")
     parser.add_argument("-v", "--verbose", action="store_true", help="also list folders with nothing new")
+    parser.add_argument("--seeds", type=int, default=0,
+                        help="also deliver the files in this many more shuffled orders (arrive_shuffled@1..N)")
     args = parser.parse_args()
-    rewrites = [r for r in args.only.split(",") if r]
-    unknown = [r for r in rewrites if r not in REWRITES and r not in ARRIVALS]
+    rewrites = [r for r in args.only.split(",") if r] + [f"arrive_shuffled@{n}" for n in range(1, args.seeds + 1)]
+    unknown = [r for r in rewrites if r not in REWRITES and not _is_arrival(r)]
     if unknown:
         parser.error(f"unknown rewrite(s): {', '.join(unknown)}; known: {', '.join((*REWRITES, *ARRIVALS))}")
     totals = {r: [0, 0] for r in rewrites}  # new findings, lost agreements

@@ -308,6 +308,7 @@ class _Unit(NamedTuple):
     text: str
     date: str | None = None  # its section's date ("## Estado al 2026-04-04"), else the file's
     row: Fact | None = None  # a table row keyed by an item with one status (`| 1.6 | ✅ Done |`)
+    heading_date: str | None = None  # its section heading's date only (not the file's): dates its identifiers
 
 
 def _row_cells(line: str) -> list[str]:
@@ -330,7 +331,7 @@ def _body_units(body: str, file_day: str | None = None) -> list[_Unit]:
     def flush() -> None:
         if paragraph:
             for sentence in _sentences(" ".join(paragraph)):
-                units.append(_Unit(section, sentence, section_date or file_day))
+                units.append(_Unit(section, sentence, section_date or file_day, None, section_date))
             paragraph.clear()
 
     item_column: int | None = None  # the text column of the list item whose lines are being read
@@ -349,7 +350,7 @@ def _body_units(body: str, file_day: str | None = None) -> list[_Unit]:
                 # "- Deploy target:" / "  the staging cluster": one item wrapped after its colon, not a
                 # label over what follows (claims.LineClassifier reads the second line as its text).
                 section = section_before
-                units.append(_Unit(section, item + " " + line.strip(), section_date or file_day))
+                units.append(_Unit(section, item + " " + line.strip(), section_date or file_day, None, section_date))
                 item_column = _MARKER_RE.match(item).end()
                 continue
         if kind is LineKind.HEADING:
@@ -381,17 +382,17 @@ def _body_units(body: str, file_day: str | None = None) -> list[_Unit]:
         marker = _MARKER_RE.match(line)
         if marker and not (item_column is not None and _wrapped_number(line, marker, item_column)):
             flush()
-            units.append(_Unit(section, line, section_date or file_day))
+            units.append(_Unit(section, line, section_date or file_day, None, section_date))
             item_column = marker.end()
             continue
         if raw[:1] in (" ", "\t") and units and not paragraph and units[-1].row is None:
             last = units[-1]
-            units[-1] = _Unit(last.section, last.text + " " + line.strip(), last.date)  # bullet continuation
+            units[-1] = last._replace(text=last.text + " " + line.strip())  # bullet continuation
             continue
         paragraph.append(line.strip())
         item_column = None
     flush()
-    return [_Unit(u.section, sentence, u.date, u.row) for u in units for sentence in _split_bullet(u.text)]
+    return [u._replace(text=sentence) for u in units for sentence in _split_bullet(u.text)]
 
 
 def _wrapped_number(line: str, marker: re.Match[str], item_column: int) -> bool:
@@ -457,9 +458,10 @@ def _reading(unit: _Unit, memory: bool) -> _Reading | None:
     links = _current_links(line, prop.polarity) if "[" in line else ()
     when = statement_date(text) or date
     if memory:
-        return text, prop, identifiers, revised, found, identifier_facts(identifiers, text), links, when, (), None
+        return (text, prop, identifiers, revised, found, identifier_facts(identifiers, text, unit.heading_date), links,
+                when, (), None)
     concept = concept_key(section) if section else None
-    return (text, prop, identifiers, revised, found, identifier_facts(identifiers, text), links, when,
+    return (text, prop, identifiers, revised, found, identifier_facts(identifiers, text, unit.heading_date), links, when,
             _mentions(line), concept)
 
 

@@ -12,7 +12,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TypeVar
 
-SCHEMA_VERSION = 30  # 2: lsh is WITHOUT ROWID; 3: 15x4 LSH bands; 4: subsets (exact short near-dups);
+SCHEMA_VERSION = 31  # 2: lsh is WITHOUT ROWID; 3: 15x4 LSH bands; 4: subsets (exact short near-dups);
 # 5: evidence aggregates kept by delta (ontology/aggregate.py); 6: trigram indexes for CJK search
 # 7: memory_files (newest text of each memory file and of the index, for the projection)
 # 8: source identities fold NFC/NFD and case of file names; 9: NFC only, case kept (layout.name_key)
@@ -46,6 +46,8 @@ SCHEMA_VERSION = 30  # 2: lsh is WITHOUT ROWID; 3: 15x4 LSH bands; 4: subsets (e
 #     (`Deploy.md` and `deploy.md` are two concepts, not one lower-cased key; ADR 0005, "Session 14 (harm14)")
 # 30: claim keys, tokens and values hold decimal digits of other scripts as ASCII (tokens.fold): "पोर्ट ८०००"
 #     and "पोर्ट 8000" are one claim (ADR 0004, "Session 14 (recall14)")
+# 31: identifier_stances.date: a removal or use of an identifier is dated by its statement, else its section
+#     heading (not its file), so a removal under a later-dated heading supersedes earlier uses (ADR 0009, harm14)
 # A writer holding the lock is normal (one artifact at a time); wait for it rather than fail.
 BUSY_TIMEOUT_MS = 30_000
 WAL_AUTOCHECKPOINT_PAGES = 16_384
@@ -146,11 +148,12 @@ CREATE TABLE IF NOT EXISTS slots(slot TEXT PRIMARY KEY, w_claim INTEGER NOT NULL
 CREATE TABLE IF NOT EXISTS slot_values(slot TEXT NOT NULL, value TEXT NOT NULL, w_only INTEGER NOT NULL,
   n_only INTEGER NOT NULL, PRIMARY KEY(slot, value)) WITHOUT ROWID;
 -- Per identifier, each source's current word on it: -1 declared removed, +1 named in use, with the
--- statement's text, artifact and concept. Consulted in both directions, so a removal ingested after
--- a mention still pairs with it; only identifiers some source removes become assertions (ADR 0009).
+-- statement's text, artifact, concept and date (its own, else its section heading's: harm14). Consulted in
+-- both directions, so a removal ingested after a mention still pairs with it; only identifiers some source
+-- removes become assertions (ADR 0009).
 CREATE TABLE IF NOT EXISTS identifier_stances(
   ident TEXT NOT NULL, source_id INTEGER NOT NULL, stance INTEGER NOT NULL, artifact_id INTEGER NOT NULL,
-  concept_id INTEGER NOT NULL, text TEXT NOT NULL, PRIMARY KEY(ident, source_id)) WITHOUT ROWID;
+  concept_id INTEGER NOT NULL, text TEXT NOT NULL, date TEXT, PRIMARY KEY(ident, source_id)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS identifier_stances_source ON identifier_stances(source_id);
 -- Updates (ADR 0009, "Updates and supersession"): a statement that records a change ("switched from
 -- X to Y", "(was X)", "X, not Y") or a claim that replaces an older one. newer_id is the assertion

@@ -23,7 +23,7 @@ from ontology.artifact import Artifact, Kind
 from ontology.clock import utc_text
 from ontology.evidence import RELIABILITY, SourceKind, weight_units
 from ontology.extract import ConceptDecl, Extraction, Statement
-from ontology.timeline import FILE_SUBJECT, Said
+from ontology.timeline import FILE_SUBJECT, IDENTIFIER_SUBJECT, Said
 from ontology.neardup import NearDuplicateIndex
 from ontology.schema import in_chunks
 
@@ -352,7 +352,7 @@ class GraphWriter:
             for decl in extraction.concepts:  # ledger and document sections appear only when used
                 self._upsert_concept(decl, ts)
         observed: dict[int, tuple[int, str]] = {}
-        identifiers: dict[str, tuple[int, str, int]] = {}
+        identifiers: dict[str, tuple[int, str, int, str | None]] = {}
         statement_ids: list[int] = []
         known = self._assertion_ids([statement.proposition.key for statement in extraction.statements])
         self._read_owners(known.values())
@@ -363,7 +363,8 @@ class GraphWriter:
             observed[assertion_id] = (statement.proposition.polarity, statement.text)  # last word wins
             for ident, stance in statement.identifiers:  # a removal outweighs the source's own mentions
                 if ident not in identifiers or stance < identifiers[ident][0]:
-                    identifiers[ident] = (int(stance), statement.text, concept_id)
+                    identifiers[ident] = (int(stance), statement.text, concept_id, next(
+                        (f.date for f in statement.facts if f.subject == IDENTIFIER_SUBJECT + ident), None))
         others: dict[int, dict[int, tuple[int, str] | None]] = {}
         if current:
             derived, others = self._identifier_stances(source_id, artifact_id, identifiers, ts,
@@ -398,7 +399,7 @@ class GraphWriter:
         self._reweigh(touched | set(observed), ts)
         return Applied(artifact_id, version, current, len(observed), len(touched))
 
-    def _identifier_stances(self, source_id: int, artifact_id: int, found: Mapping[str, tuple[int, str, int]],
+    def _identifier_stances(self, source_id: int, artifact_id: int, found: Mapping[str, tuple[int, str, int, str | None]],
                             ts: str, *, additive: bool) -> tuple[dict[int, tuple[int, str]], dict[int, dict[int, tuple[int, str] | None]]]:
         """Record the source's identifier stances and pair removals with uses of other sources (ADR 0009).
 
@@ -408,25 +409,24 @@ class GraphWriter:
         sources, by source: {assertion: (stance, text) | None}."""
         conn = self.conn
         old = {r[0]: r[1:] for r in conn.execute(
-            "SELECT ident, stance, text, concept_id FROM identifier_stances WHERE source_id=?", (source_id,))}
+            "SELECT ident, stance, text, concept_id, date FROM identifier_stances WHERE source_id=?", (source_id,))}
         new = dict(found)
         if additive:
             for ident, row in old.items():
                 if ident not in new or row[0] < new[ident][0]:
                     new[ident] = row
         conn.execute("DELETE FROM identifier_stances WHERE source_id=?", (source_id,))
-        _many(conn, "INSERT INTO identifier_stances(ident, source_id, stance, artifact_id, concept_id, text)"
-                         " VALUES(?,?,?,?,?,?)", [(ident, source_id, stance, artifact_id, concept_id, text)
-                                                  for ident, (stance, text, concept_id) in sorted(new.items())])
+        _many(conn, "INSERT INTO identifier_stances(ident, source_id, stance, artifact_id, concept_id, text, date)"
+                         " VALUES(?,?,?,?,?,?,?)", [(ident, source_id, stance, artifact_id, concept_id, text, date)
+                                                    for ident, (stance, text, concept_id, date) in sorted(new.items())])
         own: dict[int, tuple[int, str]] = {}
         others: dict[int, dict[int, tuple[int, str] | None]] = {}
         for ident in sorted(old.keys() | new.keys()):
-            rows = conn.execute("SELECT source_id, stance, text, artifact_id, concept_id FROM identifier_stances "
+            rows = conn.execute("SELECT source_id, stance, text, artifact_id, concept_id, date FROM identifier_stances "
                                 "WHERE ident=? ORDER BY source_id", (ident,)).fetchall()
-            removed, used = [r[2] for r in rows if r[1] < 0], [r[2] for r in rows if r[1] > 0]
+            removed, used = [r[5] for r in rows if r[1] < 0], [r[5] for r in rows if r[1] > 0]
             paired = bool(removed and used) and not timeline.removal_is_later(removed, used) \
-                and not timeline.restored_after([timeline.statement_date(t) for t in removed],
-                                                [timeline.statement_date(t) for t in used])
+                and not timeline.restored_after(removed, used)
             # dated: a removal after every use supersedes them; a use after every removal (a restore) is
             # what holds now, as in one file (extract._undone_removals; blind9)
             key = _IN_USE_KEY + ident

@@ -527,21 +527,21 @@ REVISION = "revision"  # an index line's self-stated revision: value is its rule
 LINE = "line"  # an index line about a file (title and hook), read against the file's own revisions; extra: the line
 
 
-def identifier_facts(stances: tuple[tuple[str, int], ...], text: str) -> tuple[Fact, ...]:
-    """A dated statement's removals and uses of identifiers, as facts ordered by its own date only
-    (undated ones stay with the removed-vs-in-use dispute rule)."""
-    when = statement_date(text) if stances else None
+def identifier_facts(stances: tuple[tuple[str, int], ...], text: str, date: str | None = None) -> tuple[Fact, ...]:
+    """A dated statement's removals and uses of identifiers, as facts ordered by its date: its own, else
+    its section heading's (`date`: "### Changes (2026-04-09)" dates the bullets under it, harm14), never
+    its file's (a file edited on a later day keeps older lines: a use in it is no restore); undated ones
+    stay with the removed-vs-in-use dispute rule."""
+    when = (statement_date(text) or date) if stances else None
     if when is None:
         return ()
     return tuple(Fact(IDENTIFIER_SUBJECT + ident, FactKind.IDENTIFIER, REMOVED if stance < 0 else IN_USE, when)
                  for ident, stance in stances)
 
 
-def removal_is_later(removed: list[str], used: list[str]) -> bool:
-    """Every use of an identifier dated strictly before every removal of it (each by its statement's own
-    date): the uses are history the removal supersedes, not a dispute with it."""
-    removal_days = [statement_date(t) for t in removed]
-    use_days = [statement_date(t) for t in used]
+def removal_is_later(removal_days: list[str | None], use_days: list[str | None]) -> bool:
+    """Every use of an identifier dated strictly before every removal of it (each by its statement's date,
+    `identifier_facts`): the uses are history the removal supersedes, not a dispute with it."""
     if not removal_days or not use_days or None in removal_days or None in use_days:
         return False
     return max(use_days) < min(removal_days)  # type: ignore[type-var]

@@ -5,6 +5,7 @@ languages; order of arrival, new versions and tombstones must not change what is
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from conftest import FIXTURES, graph_snapshot
@@ -249,3 +250,45 @@ def test_a_revision_its_own_file_revised_again_is_not_quoted_beside_the_latest(t
     with onto.reader() as conn:
         assert any("3.22" in u.new_text and u.older_id is not None for u in queries.updates(conn))
     onto.close()
+
+
+def _note(name: str, body: str) -> bytes:
+    return f"---\nname: {name}\ndescription: {name} notes\ntype: project\n---\n{body}".encode()
+
+
+def test_a_removal_under_a_later_dated_heading_supersedes_uses_under_earlier_dated_headings(tmp_path: Path):
+    """harm14: a real folder dates its sections, not its lines ("### Changes (2026-04-09)", "# Principle
+    (2026-07-21)"). A use of `x` under the April heading (a rename to it, "look at `x` for future bugs") and
+    under a May heading, then "`x` was removed" under the July one: the removal is later, so it supersedes
+    the uses (dated, shown with its day) instead of a "CONTESTED: `x` is in use" line in MEMORY.md between
+    files the agent would read as undated. Without heading dates it stays a dispute. Fails with
+    `identifier_facts` reading the statement's own date only again."""
+    dated = {
+        "export_cleanup.md": _note("export-cleanup", "## Done (2026-02-03)\n\n### Changes (2026-02-03)\n"
+                                   "- The report button now calls `exportLegacyCsv` for every shop.\n"
+                                   "- Future export bugs: look at `exportLegacyCsv` and the shop cache first.\n"),
+        "report_bugs.md": _note("report-bugs", "# Three report bugs (2026-03-11)\n\n## Bug 2\n"
+                                "- `exportLegacyCsv` skips closed shops, so they appear nowhere.\n"),
+        "export_v2.md": _note("export-v2", "# One export for everything (2026-05-20)\n\n## Decisions\n"
+                              "- `exportLegacyCsv` was removed.\n- The v2 export now covers every shop.\n"),
+    }
+    for label, files in (("dated", dated),
+                         ("undated", {n: re.sub(r" \(2026-\d\d-\d\d\)", "", t.decode()).encode() for n, t in dated.items()})):
+        onto = Ontology(tmp_path / label, label, create=True)
+        try:
+            for name, data in files.items():
+                assert onto.ingest(name, data, Channel.CLI).status.value == "new"
+            with onto.reader() as conn:
+                contested = [a.text for a in queries.assertions(conn) if a.status in ("CONTESTED", "CONTRADICTORY")]
+                updates = {(u.rule, u.old_text, u.newer_text) for u in queries.updates(conn) if u.rule == "supersede:value"}
+            removal = "`exportLegacyCsv` was removed"
+            if label == "dated":
+                assert contested == [], contested
+                assert {old for _, old, new in updates if new == removal} == {
+                    "The report button now calls `exportLegacyCsv` for every shop",
+                    "Future export bugs: look at `exportLegacyCsv` and the shop cache first",
+                    "`exportLegacyCsv` skips closed shops, so they appear nowhere"}, updates
+            else:
+                assert contested == ["`exportLegacyCsv` is in use"], contested
+        finally:
+            onto.close()

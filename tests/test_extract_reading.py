@@ -28,7 +28,7 @@ def _oracle(units: list[ex._Unit], fixed_concept: str | None, default: str) -> t
         revised = ex.revisions(text, identifiers)
         found = (unit.row,) if unit.row is not None else ex.timed_facts(text, unit.date)
         found = in_file(found, fixed_concept) if fixed_concept is not None else found
-        found += ex.identifier_facts(identifiers, text)
+        found += ex.identifier_facts(identifiers, text, unit.heading_date)
         links = ex._current_links(unit.text, prop.polarity) if "[" in unit.text else ()
         when = ex.statement_date(text) or unit.date
         if fixed_concept is not None:
@@ -146,6 +146,8 @@ _SIBLINGS = {
              ex._Unit("Staging", "- Upgraded to Kumo CLI 2.4", "2026-03-02")),
     "row": (ex._Unit("Plan", "1.6 | ✅ Done", "2026-03-01", _row("✅ Done")),
             ex._Unit("Plan", "1.6 | ✅ Done", "2026-03-01", _row("⏳ Pending"))),
+    "heading_date": (ex._Unit("Changes", "- `legacy_sync` was removed", "2026-03-01", None, "2026-03-01"),
+                     ex._Unit("Changes", "- `legacy_sync` was removed", "2026-03-01")),
 }
 
 

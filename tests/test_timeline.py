@@ -162,10 +162,13 @@ def test_a_dated_removal_after_every_dated_use_is_a_supersession_not_a_dispute()
     assert T.identifier_facts((("nightly_digest", -1),), "2026-05-09 停掉推送(nightly_digest cron 移除)") == \
         (Fact("ident:nightly_digest", FactKind.IDENTIFIER, "removed", "2026-05-09"),)
     assert T.identifier_facts((("nightly_digest", 1),), "`nightly_digest` pushes the list") == ()  # undated
-    removed = ["2026-05-09 停掉推送(nightly_digest cron 移除)"]
-    assert T.removal_is_later(removed, ["`jobs/nightly_digest.py` pushes (2026-05-01 added)"])
-    assert not T.removal_is_later(removed, ["`nightly_digest` pushes the list"])  # an undated use: dispute
-    assert not T.removal_is_later(removed, ["2026-05-12: `nightly_digest` still pushes"])  # used after
+    # under a dated heading ("### Changes (2026-04-09)"), an undated line takes its section's day (harm14)
+    assert T.identifier_facts((("nightly_digest", 1),), "`nightly_digest` pushes the list", "2026-04-09") == \
+        (Fact("ident:nightly_digest", FactKind.IDENTIFIER, "in_use", "2026-04-09"),)
+    removed = ["2026-05-09"]  # each statement's day, as `identifier_facts` reads it
+    assert T.removal_is_later(removed, ["2026-05-01"])
+    assert not T.removal_is_later(removed, [None])  # an undated use: dispute
+    assert not T.removal_is_later(removed, ["2026-05-12"])  # used after
     use = _said("identifier", "in_use", date="2026-05-01", assertion=1, source=1)
     removal = _said("identifier", "removed", date="2026-05-09", assertion=2, source=2)
     assert T.value_updates([use, removal]) == [(removal, use, T.Rule.VALUE)]

@@ -12,7 +12,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TypeVar
 
-SCHEMA_VERSION = 31  # 2: lsh is WITHOUT ROWID; 3: 15x4 LSH bands; 4: subsets (exact short near-dups);
+SCHEMA_VERSION = 32  # 2: lsh is WITHOUT ROWID; 3: 15x4 LSH bands; 4: subsets (exact short near-dups);
 # 5: evidence aggregates kept by delta (ontology/aggregate.py); 6: trigram indexes for CJK search
 # 7: memory_files (newest text of each memory file and of the index, for the projection)
 # 8: source identities fold NFC/NFD and case of file names; 9: NFC only, case kept (layout.name_key)
@@ -48,6 +48,8 @@ SCHEMA_VERSION = 31  # 2: lsh is WITHOUT ROWID; 3: 15x4 LSH bands; 4: subsets (e
 #     and "पोर्ट 8000" are one claim (ADR 0004, "Session 14 (recall14)")
 # 31: identifier_stances.date: a removal or use of an identifier is dated by its statement, else its section
 #     heading (not its file), so a removal under a later-dated heading supersedes earlier uses (ADR 0009, harm14)
+# 32: no DDL change: bytes a memory source had before are current whatever their date (a revert A -> B -> A);
+#     a graph that kept B current after such a revert is rebuilt (ADR 0003, session 14)
 # A writer holding the lock is normal (one artifact at a time); wait for it rather than fail.
 BUSY_TIMEOUT_MS = 30_000
 WAL_AUTOCHECKPOINT_PAGES = 16_384

@@ -345,8 +345,13 @@ class GraphWriter:
         retired = self._rekey(artifact, extraction) if artifact.moved_from else None
         source_id, artifact_id, version, current_ts, deleted_at = self._record(
             artifact, extraction, channel, received_at, ts)
-        # A file back after its tombstone is what stands now, whatever date its frontmatter carries.
-        current = deleted_at is not None or current_ts is None or ts >= current_ts
+        # A file back after its tombstone is what stands now, whatever date its frontmatter carries; so are
+        # bytes this source had before (a revert A -> B -> A: `git checkout`, a backup, an undo), which bring
+        # their old `modified:` back with them (blind14: the agent read B while the folder held A). An older
+        # date on bytes never seen is a late delivery and stays history.
+        current = deleted_at is not None or current_ts is None or ts >= current_ts or conn.execute(
+            "SELECT 1 FROM artifacts WHERE source_id=? AND sha256=? AND id<? LIMIT 1",
+            (source_id, artifact.sha256, artifact_id)).fetchone() is not None
 
         if artifact.kind in (Kind.MEMORY, Kind.MEMORY_INDEX):
             for decl in extraction.concepts:  # ledger and document sections appear only when used

@@ -113,6 +113,23 @@ def test_late_arriving_older_version_does_not_override(onto):
         assert len(queries.history(conn, item.id)) == 2
 
 
+def test_a_version_restored_with_its_old_date_is_what_the_agent_reads(onto):
+    """blind14: a note reverted A -> B -> A (`git checkout`, a backup, an undo) brings A's `modified:` back.
+    The older date kept B current: the folder said "Fridays" again and the agent read "Never". Bytes the
+    source had before are its next version whatever their date (ADR 0003); unseen older bytes stay history."""
+    from projection.view import ProjectionView
+
+    old = memory("deploys", "Deploy on Fridays").replace(b"---\nname", b"---\nmodified: 2026-05-01T00:00:00Z\nname")
+    new = memory("deploys", "Never deploy on Fridays").replace(b"---\nname", b"---\nmodified: 2026-06-01T00:00:00Z\nname")
+    _ingest_all(onto, [("deploys.md", old), ("deploys.md", new), ("deploys.md", old)])
+    item = _only(onto)
+    assert item.text == "Deploy on Fridays" and (item.n_for, item.n_against) == (1, 0)
+    assert ProjectionView(onto).read("deploys.md").startswith(old)
+    with onto.reader() as conn:
+        assert sorted((h["version"], h["stance"]) for h in queries.history(conn, item.id)) == \
+            [(1, "for"), (2, "against"), (3, "for")]
+
+
 def test_withdrawn_statement_leaves_the_combination_but_not_history(onto):
     _ingest_all(onto, [("x.md", memory("x", "Cache the wheels", "- Pin the toolchain"))])
     _ingest_all(onto, [("x.md", memory("x", "Cache the wheels"))])

@@ -54,9 +54,10 @@ def free_port() -> int:
 
 class ServerProcess:
     def __init__(self, root: Path, *, port: int | None = None, token: str | None = None,
-                 extra: list[str] | None = None) -> None:
+                 extra: list[str] | None = None, env: dict[str, str] | None = None) -> None:
         self.root, self.port, self.token = root, port or free_port(), token
         self.extra = extra or []
+        self.env = env or {}  # added to (or replacing) this process's environment
         self.proc: subprocess.Popen[bytes] | None = None
         self.log = root.parent / f"server-{self.port}.log"
 
@@ -68,7 +69,7 @@ class ServerProcess:
         return {"Authorization": f"Bearer {self.token}"} if self.token else {}
 
     def start(self, timeout: float = 20.0) -> "ServerProcess":
-        env = dict(os.environ)
+        env = {**os.environ, **self.env}
         env.pop(TOKEN_ENV, None)  # the token is passed explicitly, or not at all
         cmd = [*KGBRIDGE, "serve", "--root", str(self.root), "--port", str(self.port), *self.extra]
         if self.token:

@@ -44,7 +44,21 @@ log = logging.getLogger(__name__)
 BATCH_SIZE = 256
 # How long a single caller (an HTTP or MCP ingest) waits for the writer before it is told to come
 # back (503 Retry-After): a group commit takes well under a second; a rebuild can take minutes.
-WRITER_WAIT_SECONDS = 10.0
+# KG_WRITER_WAIT_S sets it for a server (0.1-3600 s; read once, at import): the tests use it to make
+# callers wait until the test lets go of the writer instead of racing a clock.
+WRITER_WAIT_ENV = "KG_WRITER_WAIT_S"
+WRITER_WAIT_DEFAULT_S = 10.0
+
+
+def _writer_wait_seconds() -> float:
+    try:
+        seconds = float(os.environ.get(WRITER_WAIT_ENV, WRITER_WAIT_DEFAULT_S))
+    except ValueError:
+        return WRITER_WAIT_DEFAULT_S
+    return min(max(seconds, 0.1), 3600.0) if seconds == seconds else WRITER_WAIT_DEFAULT_S
+
+
+WRITER_WAIT_SECONDS = _writer_wait_seconds()
 # Callers that may wait for one ontology's writer at once. Each holds a server worker thread, so
 # one held writer can occupy at most this many of them, never the pool every ontology shares.
 MAX_WAITING_CALLERS = 16
@@ -360,7 +374,7 @@ class Ontology:
         with self._queue_lock:
             if ticket in self._queue:
                 self._queue.remove(ticket)
-                raise WriterBusy(f"the writer of {self.slug!r} is busy (held over {WRITER_WAIT_SECONDS:.0f} s)")
+                raise WriterBusy(f"the writer of {self.slug!r} is busy (held over {WRITER_WAIT_SECONDS:g} s)")
 
     def _lead_group(self, ticket: _Ticket) -> None:
         self._acquire_bounded(ticket)

@@ -19,9 +19,9 @@ from conftest import memory
 from support.server_proc import ServerProcess
 from support.tmpfs import remount, tmpfs
 
-# Liveness bound for a whole hook process under a loaded CI machine; the budget itself is measured
-# in bench/hook.py. A hook that blocks (a FIFO, a hung backend) exceeds it.
-PROMPT_S = 5.0
+# Only what catches a hook that blocks (a FIFO opened for reading, a hung backend): generous, never a
+# claim about speed. The hook's time budget is measured in bench/hook.py, not here.
+HANG_S = 60.0
 
 
 @pytest.fixture
@@ -136,10 +136,9 @@ def test_a_fifo_or_a_huge_sparse_memory_file_is_skipped_at_once_and_logged(bridg
     sparse = bridge.memory_dir / "sparse.md"
     with open(sparse, "wb") as handle:
         handle.truncate(600 * 1024 * 1024)
-    for path in (fifo, sparse):
-        start = time.monotonic()
-        result = bridge.hook(_write_payload(bridge, path), timeout=PROMPT_S)
-        assert result.returncode == 0 and time.monotonic() - start < PROMPT_S
+    for path in (fifo, sparse):  # a hook that blocks on either fails here, by bridge.hook's timeout
+        result = bridge.hook(_write_payload(bridge, path), timeout=HANG_S)
+        assert result.returncode == 0, result.stderr.decode()
     log = (bridge.state / "hook.log").read_text()
     assert "pipe.md: not a regular file" in log and "sparse.md: 629145600 bytes" in log
     assert drops(bridge.ingest) == [] and drops(bridge.outbox) == []

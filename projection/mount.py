@@ -2,8 +2,8 @@
 
 Invariants: before mounting over a populated directory, every host file is ingested (nothing of
 theirs is lost, and it stays on disk untouched underneath); `unmount` leaves no mount behind even
-when the daemon was killed (orphaned, ENOTCONN) or a reader keeps it busy (lazy unmount), and the
-host directory is exactly as it was.
+when the daemon was killed (orphaned, ENOTCONN) or a reader keeps it busy (lazy unmount), returns
+only once the daemon has ended, and the host directory is exactly as it was.
 """
 
 from __future__ import annotations
@@ -27,6 +27,9 @@ from projection.mounts import is_mounted
 log = logging.getLogger(__name__)
 
 MOUNT_WAIT_S = 15.0
+# How long `unmount` waits for the daemon to end after SIGTERM before it sends SIGKILL. It ends in
+# well under a second once unmounted; `unmount` returns only when it has, so nothing outlives it.
+STOP_WAIT_S = 10.0
 
 
 class MountFailed(UserError, RuntimeError):
@@ -108,12 +111,36 @@ def unmount(at: Path, state_dir: Path | None = None) -> bool:
     if state_dir is not None:
         pid_file = state_dir / "mount.pid"
         try:
-            pid = int(pid_file.read_text().split()[0])
-            os.kill(pid, signal.SIGTERM)
+            _stop_daemon(int(pid_file.read_text().split()[0]))
         except (OSError, ValueError, IndexError):
             pass
         pid_file.unlink(missing_ok=True)
     return was
+
+
+def _is_daemon(pid: int) -> bool:
+    """A live (not zombie) projection daemon: never signal a process that reused its pid."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            cmdline = f.read()
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            state = f.read().rsplit(b")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return b"projection.mount\x00--daemon" in cmdline and state != b"Z"
+
+
+def _stop_daemon(pid: int) -> None:
+    """SIGTERM the daemon and wait until it has ended (SIGKILL past STOP_WAIT_S)."""
+    if not _is_daemon(pid):
+        return
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + STOP_WAIT_S
+    while _is_daemon(pid):
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            break
+        time.sleep(0.02)
 
 
 def main() -> None:

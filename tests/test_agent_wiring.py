@@ -83,10 +83,11 @@ def test_a_cut_context_keeps_whole_lines_and_says_so():
 
 
 @pytest.fixture
-def codex_bridge(tmp_path: Path) -> BridgeEnv:
+def codex_bridge(tmp_path: Path):  # noqa: ANN201 - a fixture
     bridge = BridgeEnv(tmp_path).setup()
     assert bridge.cli("activate").returncode == 0
-    return bridge
+    yield bridge
+    bridge.wait_detached()  # the hooks' detached workers end before the test does
 
 
 def _codex_env(bridge: BridgeEnv) -> dict[str, str]:
@@ -115,4 +116,5 @@ def test_codex_memory_agent_sessions_are_not_a_project(codex_bridge):
                    "tool_input": {"command": f"*** Begin Patch\n*** Add File: {store}/memory_summary.md\n"}}
         done = codex_bridge.hook(payload, "--harness", "codex", env=env)
         assert done.returncode == 0 and done.stdout == b""
+    codex_bridge.wait_detached()  # what the hooks started in the background has done its part too
     assert not (codex_bridge.state / "memories-v2").exists()  # never resolved as a project of its own

@@ -14,6 +14,7 @@ from projection.mount import ingest_host_files, mount, unmount
 from projection.topic import APPENDIX_MARKER
 from projection.view import ProjectionView
 from support.fuse_helpers import requires_fuse
+from support.leftovers import processes_under
 
 
 def _note(name: str, body: str) -> str:
@@ -133,3 +134,4 @@ def test_through_the_mount_sixty_service_files_read_as_written(tmp_path):
             assert b" agrees: " not in seen, (name, seen.decode()[-600:])
     finally:
         unmount(slot, tmp_path / "state")
+    assert processes_under(tmp_path) == {}, "unmount returned while its daemon still ran"

@@ -19,6 +19,7 @@ from projection.render import ConceptLine, MemorySnapshot, render_memory
 from projection.view import ProjectionView
 from support.bridge_env import BridgeEnv, drops, wait_for
 from support.fuse_helpers import requires_fuse
+from support.leftovers import processes_under
 
 
 def project(tmp_path: Path, files: dict[str, bytes | str]) -> ProjectionView:
@@ -196,6 +197,7 @@ def test_through_the_mount_subfolders_and_other_files_stay_readable(tmp_path):
             assert exc.errno == errno.EROFS
     finally:
         unmount(slot, tmp_path / "state")
+    assert processes_under(tmp_path) == {}, "unmount returned while its daemon still ran"
     assert (slot / "archive" / "plan_v1.md").read_text() == host["archive/plan_v1.md"], "the host folder untouched"
 
 
@@ -265,6 +267,7 @@ def test_through_the_mount_a_folder_from_a_user_we_had_not_met_reads_as_written(
             assert cat(name) == host[name], name
     finally:
         unmount(slot, tmp_path / "state")
+    assert processes_under(tmp_path) == {}, "unmount returned while its daemon still ran"
 
 
 @requires_fuse
@@ -297,6 +300,7 @@ def test_through_the_mount_a_symlinked_index_or_note_is_the_same_link(tmp_path):
             assert exc.errno == errno.ELOOP
     finally:
         unmount(slot, tmp_path / "state")
+    assert processes_under(tmp_path) == {}, "unmount returned while its daemon still ran"
     assert os.readlink(slot / "MEMORY.md") == str(repo / "MEMORY.md"), "the host folder untouched"
 
 

@@ -94,6 +94,16 @@ class BridgeEnv:
         finally:
             os.close(fd)
 
+    def wait_detached(self, timeout: float = 120.0) -> None:
+        """Until nothing naming this environment runs any more: the workers its hooks detached
+        (their own session, not our children) have done their work and exited. Call it with no
+        server or mount of the environment's own still up. Generous: it catches a worker that
+        never ends, it does not time one."""
+        from support.leftovers import processes_under
+
+        if not wait_for(lambda: not processes_under(self.base), timeout=timeout, interval=0.05):
+            raise AssertionError(f"still running after {timeout} s: {processes_under(self.base)}")
+
     def post_tool_use(self, path: Path, tool: str = "Write") -> dict[str, object]:
         return {"session_id": "s1", "transcript_path": str(self.base / "t.jsonl"), "cwd": str(self.project),
                 "hook_event_name": "PostToolUse", "tool_name": tool,

@@ -7,7 +7,8 @@ mount still under it is unmounted and every process still naming it is stopped (
 SIGKILL), whatever way the test ended: passed, failed, an exception between a start and the
 teardown that should have stopped it, or a pytest-timeout. At the end of the run the same sweep
 covers the whole base temp directory (session-scoped fixtures). What was stopped is listed in the
-terminal summary, so a test that leaks can be found and fixed.
+terminal summary and, as a `LeftBehind` warning, under the test's id in pytest's warnings summary,
+so a test that leaks can be found and fixed.
 
 Processes started by these helpers also ask the kernel for SIGTERM when the test run itself dies
 (kgbridge.server_process.die_with_parent): a SIGKILLed pytest leaves no server or passthrough mount.
@@ -20,11 +21,16 @@ import re
 import signal
 import subprocess
 import time
+import warnings
 from pathlib import Path
 
 import pytest
 
 from projection.mounts import mount_points
+
+class LeftBehind(pytest.PytestWarning):
+    """A test ended with a process or a mount of its own still there: fix its teardown."""
+
 
 _found: list[tuple[str, str]] = []  # (test id, what was left) for the summary
 STOP_WAIT_S = 5.0
@@ -119,7 +125,10 @@ def _nothing_left_behind(request: pytest.FixtureRequest):  # noqa: ANN202 - a fi
     base = request.getfixturevalue("tmp_path") if "tmp_path" in request.fixturenames else None
     yield
     if base is not None:
-        _found.extend((request.node.nodeid, what) for what in sweep(base))
+        left = sweep(base)
+        _found.extend((request.node.nodeid, what) for what in left)
+        if left:  # in the warnings summary under the test's own id, not only at the end of the run
+            warnings.warn(LeftBehind(f"{len(left)} left behind, stopped by the sweep: " + "; ".join(left)), stacklevel=1)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

@@ -22,9 +22,9 @@ from ontology.ingest import Ontology
 pytestmark = requires_fuse
 
 
-@pytest.fixture
-def env(tmp_path: Path):
-    bridge = BridgeEnv(tmp_path).setup()
+def _mounted(base: Path):  # noqa: ANN202 - a generator for the fixtures below
+    """A bridge with the fixture corpus ingested, a host note and index, and its projection mounted."""
+    bridge = BridgeEnv(base).setup()
     assert bridge.cli("activate").returncode == 0
     onto = Ontology(bridge.root, "shop")
     for path in sorted((FIXTURES / "corpus").rglob("*.md")):
@@ -37,17 +37,32 @@ def env(tmp_path: Path):
     before = {p.name: p.read_bytes() for p in bridge.memory_dir.iterdir()}
     result = bridge.cli("mount")
     assert result.returncode == 0, result.stderr
-    yield bridge, before
-    bridge.cli("unmount")
-    unmount(bridge.memory_dir)
+    try:
+        yield bridge, before
+    finally:
+        bridge.cli("unmount")
+        unmount(bridge.memory_dir)
+
+
+@pytest.fixture
+def env(tmp_path: Path):
+    """A mount of the test's own, for a test that changes it: ingests, hooks, unmounts, signals."""
+    yield from _mounted(tmp_path)
+
+
+@pytest.fixture(scope="module")
+def shared_env(tmp_path_factory: pytest.TempPathFactory):
+    """One mount for the tests that only read it or are refused (EROFS): building it (activate, ingest,
+    mount) is most of such a test's time. A test that changes anything takes `env`."""
+    yield from _mounted(tmp_path_factory.mktemp("shared-mount"))
 
 
 def sh(*args: str) -> str:
     return subprocess.run(args, capture_output=True, text=True, timeout=30, check=True).stdout
 
 
-def test_shell_tools_see_the_projection(env):
-    bridge, _ = env
+def test_shell_tools_see_the_projection(shared_env):
+    bridge, _ = shared_env
     mem = bridge.memory_dir
     listing = sh("ls", str(mem)).split()
     assert "MEMORY.md" in listing and "testing-real-db.md" in listing and "host-note.md" in listing
@@ -77,8 +92,8 @@ def test_shell_tools_see_the_projection(env):
     lambda m: os.symlink("/etc/passwd", m / "link.md"),
 ], ids=["create", "open-write", "truncate", "unlink", "rename", "mkdir", "rmdir", "chmod", "chown",
         "utimens", "symlink"])
-def test_every_write_gets_erofs(env, operation):
-    bridge, _ = env
+def test_every_write_gets_erofs(shared_env, operation):
+    bridge, _ = shared_env
     with pytest.raises(OSError) as caught:
         operation(bridge.memory_dir)
     assert caught.value.errno == errno.EROFS
@@ -215,8 +230,8 @@ def test_an_edit_while_the_projection_daemon_is_stopped_leaves_nothing_waiting_o
     assert len(saved) == 1 and "The user prefers spaces" in saved[0]
 
 
-def test_materialized_projection_matches_the_mount(env, tmp_path):
-    bridge, _ = env
+def test_materialized_projection_matches_the_mount(shared_env, tmp_path):
+    bridge, _ = shared_env
     out = tmp_path / "materialized"
     assert bridge.cli("project", "--to", str(out)).returncode == 0
     assert (out / "MEMORY.md").read_bytes() == (bridge.memory_dir / "MEMORY.md").read_bytes()

@@ -100,7 +100,11 @@ _CATALOGUE = re.compile(
 _HISTORY = re.compile(
     r"\b(?:was|were|previously|formerly|used to|replaced|replaces|instead|legacy|deprecated|obsolete|old|"
     r"migrated|retired|früher|ehemals|ersetzt|anciennement|remplacé|antes|reemplazad[oa])\b"
-    r"|旧|以前|之前|原来|曾|替代|取代|替换|改为|改用|이전|기존|대체|폐지|以前の|置き換", re.IGNORECASE)
+    r"|旧|以前|之前|原来|曾|替代|取代|替换|改为|改用|이전|기존|대체|폐지|以前の|置き換"
+    # blind10's languages: formerly, no longer, instead of (a clause naming what was replaced names no use)
+    r"|\b(?:раньше|ранее|прежде|раніше|больше не|уже не|більше не|вже не|вместо|замість|trước đây|không còn|"
+    r"thay vì|eskiden|yerine|dawniej|zamiast|dříve|em vez de|ao invés de|em lugar de)\b|قبلاً|به جای|เดิม|के बजाय",
+    re.IGNORECASE)
 
 
 # "Now Y …, formerly X" in one statement: X is what it replaced, so X is declared out of use (blind10's
@@ -232,7 +236,7 @@ def identifier_stances(text: str, polarity: int) -> tuple[tuple[str, IdentifierS
         if _REMOVAL_ANY.search(unit) or _FUTURE.search(unit) or _IF.search(unit) or _CATALOGUE.search(unit):
             continue
         for clause in _clauses(unit):
-            if not _HISTORY.search(clause):
+            if not _HISTORY.search(clause if clause.isascii() else unicodedata.normalize("NFC", clause)):
                 for start, end, idents in _occurrences(clause):
                     if not _ARROW.search(clause[max(0, start - ARROW_REACH):end + ARROW_REACH]):
                         for ident in idents:

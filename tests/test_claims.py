@@ -301,3 +301,17 @@ def test_a_formerly_without_a_replacing_now_removes_nothing(text):
     from ontology.removals import IdentifierStance, identifier_stances
 
     assert IdentifierStance.REMOVED not in dict(identifier_stances(text, 1)).values(), text
+
+
+@pytest.mark.parametrize(("text", "old"), [
+    ("Ми більше не викочуємо вручну через `fab deploy`; тепер усе йде через `argo-sync`", "fab deploy"),
+    ("Od maja używamy `pnpm-cli` zamiast `yarn-cli`", "yarn-cli"),
+    ("Мы больше не используем `celery-beat`", "celery-beat"),
+    (unicodedata.normalize("NFD", "Máy chủ không còn dùng `actix-web`"), "actix-web"),
+])
+def test_a_clause_saying_no_longer_or_instead_of_names_no_use(text, old):
+    """"No longer via `x`", "`y` instead of `x`" in blind10's languages: x is not named as in use (a file
+    removing x would have been disputed by the very statement that agrees with it)."""
+    from ontology.removals import IdentifierStance, identifier_stances
+
+    assert dict(identifier_stances(text, 1)).get(old) is not IdentifierStance.IN_USE, text

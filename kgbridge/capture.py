@@ -75,6 +75,17 @@ def _inside(path: Path, directory: Path) -> bool:
     return real == real_base or real.startswith(real_base.rstrip("/") + "/")
 
 
+def _top_level(path: Path, directory: Path) -> bool:
+    """Is `path` a file directly in `directory` (lexically)? Only those are memory files: the rescan,
+    the mount's ingest and `rm` read the top level; a note in `archive/` is the host's, as it is."""
+    parent, base = os.path.abspath(path.parent), os.path.abspath(directory)
+    if parent == base:
+        return True
+    if behind_fuse(Path(parent)) or behind_fuse(Path(base)):
+        return False
+    return os.path.realpath(parent) == os.path.realpath(base)  # a symlinked config dir, as `_inside`
+
+
 def projection_mounted(directory: Path) -> bool:
     """True when a FUSE filesystem is mounted on `directory` (our projection): never capture what we
     projected. Compares mount-table strings only; stat'ing a mount point could hang."""
@@ -598,6 +609,13 @@ def redirect_write(payload: dict, project: Project) -> dict | None:
     target = Path(payload.get("cwd") or os.getcwd()) / path
     if not _inside(target, memory_dir) or vetoed(project):
         return None
+    if not _top_level(target, memory_dir):
+        # Saved under its bare name it became the next version of the top-level note of that name (or
+        # of the index), whose text the agent then read back as the archived one (blind14).
+        return _deny(f"Not saved: {os.path.relpath(target, memory_dir)} is in a subfolder of this memory "
+                     f"directory, which kgbridge's projection shows read-only as the folder holds it; only "
+                     f"the top-level files are memory files. Write the note at the top level, or unmount "
+                     f"the projection (`kgbridge unmount`) to change the subfolder.")
     state = ProjectState(project.slug)
     # A Write of MEMORY.md goes through the worker too: what the agent read there may have been cut to the
     # budget, and only the worker reads the mount (the whole index, to keep the entries it never saw).
@@ -732,11 +750,16 @@ def handle(payload: dict, harness: str) -> dict | None:
         if harness == Harness.CODEX:
             memory_dirs.append(codex_memories())
         changed = edited_paths(payload, harness)
-        ours = [p for p in changed.removed if p.suffix == ".md" and any(_inside(p, d) for d in memory_dirs)]
+
+        def memory_file(p: Path) -> bool:  # what the rescan lists: a subfolder's notes are not memory files
+            return p.suffix == ".md" and (any(_top_level(p, d) for d in memory_dirs if d != codex_memories())
+                                          or (codex_memories() in memory_dirs and codex_memory_file(p)))
+
+        ours = [p for p in changed.removed if memory_file(p)]
         # A memory file renamed within the folders is a move, which the rescan pairs up; one renamed
         # in from elsewhere is new.
         written = changed.written + [p for p, q in zip(changed.moved_in, changed.moved_from) if q not in ours]
-        targets = [p for p in written if p.suffix == ".md" and any(_inside(p, d) for d in memory_dirs)]
+        targets = [p for p in written if memory_file(p)]
         if (targets or ours) and not vetoed(project):
             capture_files(project, targets, harness, rescan_wanted=bool(ours))
     return None

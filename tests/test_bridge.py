@@ -216,6 +216,19 @@ def test_post_tool_use_outside_memory_dir_is_ignored(active):
     assert drops(active.ingest) == []
 
 
+def test_a_note_written_into_a_subfolder_of_the_memory_dir_is_not_a_memory_file(active):
+    """blind14: only the top-level notes are memory files (the mount's ingest, the rescan, `rm`). A
+    PostToolUse of `archive/deploy.md` was delivered as `deploy.md`: the next version of the live note,
+    holding the archived text; `archive/MEMORY.md` as the index."""
+    for name in ("archive/testing-real-db.md", "old/MEMORY.md"):
+        path = active.memory_dir / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"- an archived note the agent keeps out of the way\n")
+        assert active.hook(active.post_tool_use(path)).returncode == 0
+    assert active.cli("flush").returncode == 0
+    assert drops(active.ingest) == []
+
+
 def test_codex_apply_patch_headers_find_memory_files(active):
     path = _memory(active)
     patch = f"*** Begin Patch\n*** Update File: {path}\n@@\n-old\n+new\n*** Add File: src/app.py\n+x\n*** End Patch\n"

@@ -188,6 +188,21 @@ def test_an_edit_with_straight_quotes_of_a_curly_quoted_note_is_saved_as_claude_
     assert saved == [original.replace("tagged “v1.x”", "tagged “v2.x”").replace("- Don’t tag on Fridays.\n", "")]
 
 
+@pytest.mark.parametrize("name", ["archive/host-note.md", "archive/MEMORY.md"])
+def test_a_write_into_a_subfolder_of_the_mount_is_refused_not_filed_as_a_top_level_note(env, name):
+    """blind14: a Write to `archive/host-note.md` through the mount was saved as `host-note.md`, so the
+    live note showed the archived text (and `archive/MEMORY.md` replaced the index). Subfolders are the
+    host's, shown read-only: the write is refused with the reason, and nothing is delivered."""
+    bridge, _ = env
+    target = bridge.memory_dir / name
+    payload = {"session_id": "s1", "cwd": str(bridge.project), "hook_event_name": "PreToolUse",
+               "tool_name": "Write", "tool_input": {"file_path": str(target), "content": "- The user prefers spaces.\n"}}
+    decision = json.loads(bridge.hook(payload).stdout)["hookSpecificOutput"]
+    assert decision["permissionDecision"] == "deny" and "subfolder" in decision["permissionDecisionReason"]
+    assert bridge.cli("flush").returncode == 0
+    assert drops(bridge.ingest) == [] and "The user prefers tabs." in (bridge.memory_dir / "host-note.md").read_text()
+
+
 def _hook_processes(state: Path) -> list[int]:
     """Pids of `python -m kgbridge.hook` processes (a hook, or a child forked from one; not a
     worker: those carry `--drain`/`--worker`) running for the bridge whose state dir is `state`."""

@@ -242,6 +242,13 @@ def file_key(stem: str) -> str:
     return concept_key(stem, keep_case=True) if stem != stem.lower() else concept_key(stem)
 
 
+def fold_key(key: str) -> str:
+    """The lower-cased key a ledger or document heading, a mention or a wikilink names a file by: `file_key`
+    with its capitals folded (`Architecture` -> `architecture`; `concept_key(file_key(s)) == concept_key(s)`).
+    The store reaches a file whose key keeps capitals through it (ADR 0005, "Session 14 (case14)")."""
+    return concept_key(key)
+
+
 def _link_target_key(target: str) -> str | None:
     """Concept key for a link to another memory file (`file_key`: it names a file, case and all); None
     for URLs and anchors."""

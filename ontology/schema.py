@@ -12,7 +12,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TypeVar
 
-SCHEMA_VERSION = 32  # 2: lsh is WITHOUT ROWID; 3: 15x4 LSH bands; 4: subsets (exact short near-dups);
+SCHEMA_VERSION = 33  # 2: lsh is WITHOUT ROWID; 3: 15x4 LSH bands; 4: subsets (exact short near-dups);
 # 5: evidence aggregates kept by delta (ontology/aggregate.py); 6: trigram indexes for CJK search
 # 7: memory_files (newest text of each memory file and of the index, for the projection)
 # 8: source identities fold NFC/NFD and case of file names; 9: NFC only, case kept (layout.name_key)
@@ -50,6 +50,8 @@ SCHEMA_VERSION = 32  # 2: lsh is WITHOUT ROWID; 3: 15x4 LSH bands; 4: subsets (e
 #     heading (not its file), so a removal under a later-dated heading supersedes earlier uses (ADR 0009, harm14)
 # 32: no DDL change: bytes a memory source had before are current whatever their date (a revert A -> B -> A);
 #     a graph that kept B current after such a revert is rebuilt (ADR 0003, session 14)
+# 33: case_keys: a memory file's key that keeps capitals (`Architecture`) under the lower-cased key a ledger
+#     heading, a mention or a wikilink names it by; those reach the file again (ADR 0005, "Session 14 (case14)")
 # A writer holding the lock is normal (one artifact at a time); wait for it rather than fail.
 BUSY_TIMEOUT_MS = 30_000
 WAL_AUTOCHECKPOINT_PAGES = 16_384
@@ -202,6 +204,10 @@ CREATE TABLE IF NOT EXISTS memory_files(
   filename TEXT PRIMARY KEY, kind TEXT NOT NULL, concept TEXT, source_id INTEGER NOT NULL,
   artifact_id INTEGER NOT NULL, timestamp TEXT NOT NULL, text TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS memory_files_concept ON memory_files(concept);
+-- Concept keys with capitals (a memory file named `Architecture.md`: extract.file_key) under their lower-cased
+-- key (extract.fold_key): a ledger heading, a mention or a wikilink says `architecture` and reaches the file
+-- when no concept holds that key itself and one file's key folds to it (GraphWriter._case_targets).
+CREATE TABLE IF NOT EXISTS case_keys(fold TEXT NOT NULL, key TEXT NOT NULL, PRIMARY KEY(fold, key)) WITHOUT ROWID;
 -- Word indexes: combining marks are word characters (Devanagari vowel signs split words otherwise), and
 -- diacritics fold on letters that carry two (Vietnamese "Việt" ~ "viet"), as on letters with one.
 CREATE VIRTUAL TABLE IF NOT EXISTS concepts_fts USING fts5(key, name, title, description,

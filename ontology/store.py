@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import sqlite3
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Iterable, Iterator, Mapping
 
@@ -22,7 +22,7 @@ from ontology.aggregate import Held, Term
 from ontology.artifact import Artifact, Kind
 from ontology.clock import utc_text
 from ontology.evidence import RELIABILITY, SourceKind, weight_units
-from ontology.extract import ConceptDecl, Extraction, Statement
+from ontology.extract import ConceptDecl, Extraction, Statement, fold_key
 from ontology.timeline import FILE_SUBJECT, IDENTIFIER_SUBJECT, Said
 from ontology.neardup import NearDuplicateIndex
 from ontology.schema import in_chunks
@@ -118,6 +118,9 @@ class GraphWriter:
         self._types: dict[int, str] = {}
         # Each source's (reliability, kind), as `_record` read it: set once when the source is created.
         self._source_meta: dict[int, tuple[float, str]] = {}
+        # Within one artifact (`_apply`): the lower-cased keys its headings, mentions, wikilinks and links
+        # name that reach a file whose key keeps capitals, to that file's (key, id, type) (`_case_targets`).
+        self._case: dict[str, tuple[str, int, str]] = {}
 
     def seen(self, identity: str, sha256: str) -> bool:
         """A duplicate: the same bytes as the source's newest version. Older bytes coming back (an edit
@@ -182,6 +185,7 @@ class GraphWriter:
         self._owners.clear()
         self._types.clear()
         self._source_meta.clear()
+        self._case.clear()
 
     def _index_assertion(self, assertion_id: int, text: str, *, replace: bool) -> None:
         self._search_artifact.append((True, assertion_id, text, replace))
@@ -333,6 +337,8 @@ class GraphWriter:
             conn.execute("UPDATE concepts SET key=? WHERE key=?", (new_key, row[0]))
             conn.execute("UPDATE OR IGNORE relations SET src=? WHERE src=?", (new_key, row[0]))
             conn.execute("UPDATE OR IGNORE relations SET dst=? WHERE dst=?", (new_key, row[0]))
+            if fold_key(new_key) != new_key:  # moved to a name with capitals: reached by its lower-cased key
+                conn.execute("INSERT OR IGNORE INTO case_keys(fold, key) VALUES(?,?)", (fold_key(new_key), new_key))
         return None
 
     def _apply(self, artifact: Artifact, extraction: Extraction, channel: str, received_at: str) -> Applied:
@@ -356,6 +362,7 @@ class GraphWriter:
         if artifact.kind in (Kind.MEMORY, Kind.MEMORY_INDEX):
             for decl in extraction.concepts:  # ledger and document sections appear only when used
                 self._upsert_concept(decl, ts)
+        self._case = self._case_targets(extraction)
         observed: dict[int, tuple[int, str]] = {}
         identifiers: dict[str, tuple[int, str, int, str | None]] = {}
         statement_ids: list[int] = []
@@ -390,8 +397,10 @@ class GraphWriter:
                          (artifact_id, ts, source_id))
             if artifact.kind is not Kind.LEDGER:
                 conn.execute("DELETE FROM relations WHERE source_id=?", (source_id,))
+            case = self._case
             _many(conn, "INSERT OR IGNORE INTO relations(src, dst, kind, source_id) VALUES(?,?,?,?)",
-                             [(r.src, r.dst, r.kind, source_id) for r in extraction.relations])
+                             [(case[r.src][0] if r.src in case else r.src, case[r.dst][0] if r.dst in case else r.dst,
+                               r.kind, source_id) for r in extraction.relations])
             if artifact.kind in (Kind.MEMORY, Kind.MEMORY_INDEX):
                 self._keep_memory_file(artifact, extraction, source_id, artifact_id, ts)
             self._derive_updates(source_id, artifact_id, extraction, statement_ids,
@@ -473,7 +482,8 @@ class GraphWriter:
         subjects = {r[0] for r in before}
         if not additive:
             conn.execute("DELETE FROM timed_facts WHERE source_id=?", (source_id,))
-        rows = _timed_rows(source_id, extraction, statement_ids, owner) if extraction is not None else []
+        rows = _timed_rows(source_id, extraction, statement_ids, owner,
+                           {r: k for r, (k, _, _) in self._case.items()}) if extraction is not None else []
         _many(conn, "INSERT INTO timed_facts(subject, kind, value, date, upgrade, source_id, assertion_id, owner, "
                          "text, hook, extra) VALUES(?,?,?,?,?,?,?,?,?,?,?)", rows)
         subjects.update(r[0] for r in rows)
@@ -554,6 +564,9 @@ class GraphWriter:
         conn = self.conn
         row = conn.execute("SELECT id, authoritative, name, title, description, type FROM concepts WHERE key=?",
                            (decl.key,)).fetchone()
+        if row is None and fold_key(decl.key) != decl.key and self._adopt(fold_key(decl.key), decl.key):
+            row = conn.execute("SELECT id, authoritative, name, title, description, type FROM concepts WHERE key=?",
+                               (decl.key,)).fetchone()
         # The searchable fields the row holds after the write, from what it held and what is written (the
         # UPDATEs' coalesce, in Python), instead of reading the row back (apply13).
         if row is None:
@@ -589,6 +602,55 @@ class GraphWriter:
         self._index_concept(concept_id, indexed, replace=row is not None)
         return concept_id
 
+    def _adopt(self, fold: str, key: str) -> bool:
+        """A memory file whose key keeps capitals (`Architecture`, extract.file_key) is new: file its key under
+        the lower-cased key headings, mentions and wikilinks name it by (`architecture`), and, when it is the
+        first file so named and no memory file holds that key itself, take over what was said under it before
+        the file came (a ledger's "## Architecture" section, a wikilink's relation, a link said as current),
+        as one key did before harm14: the result does not depend on which arrived first. Returns whether a
+        concept was renamed to `key`. A file named `architecture.md` keeps its own (ADR 0005, case14)."""
+        conn = self.conn
+        first = conn.execute("SELECT 1 FROM case_keys WHERE fold=? LIMIT 1", (fold,)).fetchone() is None
+        conn.execute("INSERT OR IGNORE INTO case_keys(fold, key) VALUES(?,?)", (fold, key))
+        if not first or conn.execute("SELECT 1 FROM memory_files WHERE concept=? AND kind='memory' LIMIT 1",
+                                     (fold,)).fetchone():
+            return False
+        renamed = conn.execute("UPDATE concepts SET key=? WHERE key=?", (key, fold)).rowcount > 0
+        for column in ("src", "dst"):
+            conn.execute(f"UPDATE OR IGNORE relations SET {column}=? WHERE {column}=?", (key, fold))
+            conn.execute(f"DELETE FROM relations WHERE {column}=?", (fold,))  # the same relation held under both
+        conn.execute("UPDATE timed_facts SET subject=? WHERE subject=? AND kind='link'",
+                     (FILE_SUBJECT + key, FILE_SUBJECT + fold))
+        return renamed
+
+    def _case_targets(self, extraction: Extraction) -> dict[str, tuple[str, int, str]]:
+        """The lower-cased keys this extraction names (a ledger or document heading, a mention, a wikilink, a
+        link said as current, a relation's end) that reach a file whose key keeps capitals: `architecture` ->
+        `Architecture` when no concept holds `architecture` itself and exactly one file's key folds to it (two,
+        `API.md` and `Api.md`, leave it to neither: precision first). A graph of lower-case file names has no
+        `case_keys` row, and this costs one probe of that empty table."""
+        conn = self.conn
+        if conn.execute("SELECT 1 FROM case_keys LIMIT 1").fetchone() is None:
+            return {}
+        keys: set[str] = set()
+        for statement in extraction.statements:
+            keys.add(statement.concept)
+            keys.update(statement.mentions)
+            keys.update(statement.links)
+        for relation in extraction.relations:
+            keys.update((relation.src, relation.dst))
+        found: dict[str, list[tuple[str, int, str]]] = {}
+        for marks, chunk in in_chunks(sorted(keys)):
+            for fold, key, concept_id, concept_type in conn.execute(
+                    f"SELECT f.fold, c.key, c.id, c.type FROM case_keys f JOIN concepts c ON c.key = f.key "
+                    f"WHERE f.fold IN ({marks})", chunk):
+                found.setdefault(fold, []).append((key, concept_id, concept_type))
+        unique = {fold: hits[0] for fold, hits in found.items() if len(hits) == 1}
+        for marks, chunk in in_chunks(sorted(unique)):
+            for (held,) in conn.execute(f"SELECT key FROM concepts WHERE key IN ({marks})", chunk):
+                del unique[held]  # `architecture.md` itself, or a section kept apart: the exact key wins
+        return unique
+
     def _resolve_concept(self, statement: Statement, extraction: Extraction, ts: str) -> int:
         """The concept a statement belongs to: the first it mentions that the graph knows, else its own."""
         if statement.mentions:
@@ -601,8 +663,14 @@ class GraphWriter:
                     concept_id, concept_type = known[key]
                     self._types[concept_id] = concept_type
                     return concept_id
+                if key in self._case:  # names a file whose key keeps capitals (`Architecture.md`)
+                    _, concept_id, concept_type = self._case[key]
+                    self._types[concept_id] = concept_type
+                    return concept_id
         decl = next((d for d in extraction.concepts if d.key == statement.concept),
                     ConceptDecl(statement.concept, statement.concept, "section", authoritative=False))
+        if statement.concept in self._case:  # a heading naming such a file ("## Architecture"): its concept
+            decl = replace(decl, key=self._case[statement.concept][0])
         return self._upsert_concept(decl, ts)
 
     def _assertion_ids(self, keys: list[str]) -> dict[str, int]:
@@ -802,15 +870,17 @@ _AGGREGATE_SET = ("w_pos=w_pos+?, n_pos=n_pos+?, w_neg=w_neg+?, n_neg=n_neg+?, w
 
 
 def _timed_rows(source_id: int, extraction: Extraction, statement_ids: list[int],
-                owner: str | None) -> list[tuple[object, ...]]:
+                owner: str | None, case: Mapping[str, str]) -> list[tuple[object, ...]]:
     """The `timed_facts` rows of one extraction (ontology.timeline): each statement's time-varying
-    values and links said as current, a memory file's summary and marker, the index's lines."""
+    values and links said as current (a lower-cased wikilink to the file whose key keeps capitals it names:
+    `case`), a memory file's summary and marker, the index's lines."""
     rows: list[tuple[object, ...]] = []
     for statement, assertion_id in zip(extraction.statements, statement_ids):
         for fact in statement.facts:
             rows.append((fact.subject, fact.kind.value, fact.value, fact.date, int(fact.upgrade), source_id,
                          assertion_id, owner, statement.text, 0, ""))
         for key in statement.links:
+            key = case.get(key, key)
             if key != owner:
                 rows.append((FILE_SUBJECT + key, "link", "", None, 0, source_id, assertion_id, owner, statement.text, 0, ""))
     summary = extraction.summary

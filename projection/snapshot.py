@@ -90,6 +90,14 @@ def forgotten_keys(filenames: Iterable[str]) -> set[str]:
     return {file_key(PurePosixPath(name).stem) for name in filenames}
 
 
+def beside_a_file(key: str, folded_files: frozenset[str] | set[str]) -> bool:
+    """Would the page of fileless concept `key` be named like a memory file but for case (`architecture.md`
+    beside `Architecture.md`)? Such a page is a near-duplicate file the folder never had (and on a
+    case-blind disk, macOS or Windows, the same name): none is made (ADR 0005, "Session 14 (case14)").
+    `folded_files`: the memory files' names, casefolded."""
+    return f"{key}.md".casefold() in folded_files
+
+
 def _paged(conn: sqlite3.Connection, keys: Sequence[str]) -> set[str]:
     """Those of `keys` (concepts with claims) that PAGED_CONCEPTS gives a page: asked of these only, since a
     graph of memory files has few concepts without a file (the whole query is ~30 ms at 10k concepts)."""
@@ -176,6 +184,8 @@ def memory_snapshot(conn: sqlite3.Connection, ontology: str, limit: int = MAX_LI
     paged = _paged(conn, [r[0] for r in rows if r[6] and r[0] not in file_of])
     if paged:  # nearly always empty in a graph of memory files: the artifacts are scanned only then
         paged -= forgotten_keys(r[0] for r in conn.execute(FORGOTTEN_FILES))
+        folded = {name.casefold() for name in files}
+        paged = {key for key in paged if not beside_a_file(key, folded)}
     by_key = {r[0]: r for r in rows if r[0] in file_of or (r[6] and r[0] in paged)}
 
     def line(key: str, confirmed: bool = True) -> ConceptLine:  # built only for what a MEMORY.md can show

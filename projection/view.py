@@ -18,8 +18,8 @@ from pathlib import Path
 from ontology import queries
 from ontology.ingest import Ontology
 from projection.render import FULL_INDEX_NAME, index_cut, render_memory
-from projection.snapshot import (FORGOTTEN_FILES, MEMORY_NAME, PAGED_CONCEPTS, forgotten_keys, graph_version,
-                                 memory_files, memory_snapshot, memory_topics)
+from projection.snapshot import (FORGOTTEN_FILES, MEMORY_NAME, PAGED_CONCEPTS, beside_a_file, forgotten_keys,
+                                 graph_version, memory_files, memory_snapshot, memory_topics)
 from projection.topic import render_memory_topic, render_topic
 
 
@@ -61,8 +61,9 @@ class ProjectionView:
                 file_of.setdefault(key, name)
             forgotten = {r[0] for r in conn.execute(FORGOTTEN_FILES)}
             gone = forgotten_keys(forgotten)  # a deleted file does not come back as a page (harm14)
+            folded = {name.casefold() for name in files}
             keys = [r[0] for r in conn.execute(PAGED_CONCEPTS)
-                    if r[0] not in file_of and f"{r[0]}.md" not in files and r[0] not in gone]
+                    if r[0] not in file_of and not beside_a_file(r[0], folded) and r[0] not in gone]
             self._files, self._file_of, self._keys, self._key_set = files, file_of, keys, frozenset(keys)
             self._forgotten, self._cache, self._version = forgotten, {}, version
         self._last_stamp = self._seen_stamp

@@ -12,10 +12,13 @@ from pathlib import Path
 
 import pytest
 
+from ontology import queries
+from ontology.artifact import Channel
 from ontology.ingest import Ontology
 from projection.mount import ingest_host_files, mount, unmount
 from support.fuse_helpers import unmount as force_unmount
 from projection.render import ConceptLine, MemorySnapshot, render_memory
+from projection.topic import APPENDIX_MARKER
 from projection.view import ProjectionView
 from support.bridge_env import BridgeEnv, drops, wait_for
 from support.fuse_helpers import requires_fuse
@@ -234,6 +237,98 @@ def test_through_the_mount_two_files_whose_names_differ_only_in_case_are_two_fil
     finally:
         unmount(slot, tmp_path / "state")
     assert keys["Deploy.md"] != keys["deploy.md"], keys
+
+
+def _ledger_entry(session: str, day: str, body: str) -> bytes:
+    return (f"---\nsession: {session}\nepoch: 1\ncontext_pct: 40\ntimestamp: {day}T09:00:00Z\nphase: progress\n---\n"
+            f"{body}").encode()
+
+
+def _cat(path: Path) -> str:
+    return subprocess.run(["cat", str(path)], capture_output=True, text=True, timeout=30, check=True).stdout
+
+
+@requires_fuse
+@pytest.mark.parametrize("ledger_first", [False, True], ids=["file-first", "ledger-first"])
+def test_through_the_mount_a_capitalised_file_is_reached_by_a_heading_a_mention_and_a_wikilink(tmp_path,
+                                                                                                 ledger_first):
+    """`Architecture.md` is a common name in a hand-made folder. A ledger section headed "## Architecture",
+    a ledger line naming the architecture and a wikilink `[[architecture]]` are keyed in lower case; after
+    harm14 kept the file's capital in its key they no longer reached it: its appendix lost what the ledger
+    adds, and a generated `architecture.md` stood beside `Architecture.md` (a near-duplicate the folder
+    never had). They reach it again, whichever arrived first (case14)."""
+    slot = tmp_path / "memory"
+    slot.mkdir()
+    host = {"MEMORY.md": "- [Architecture](Architecture.md) — how the parts fit; queue: Beanstalk\n"
+                         "- [Invoices](invoice_runs.md) — the monthly run\n",
+            "Architecture.md": "---\nname: Architecture\ndescription: how the parts fit\ntype: project\n"
+                               "modified: 2026-03-02T08:00:00Z\n---\n- Queue: Beanstalk\n"
+                               "- The edge proxy hands orders to the basket worker over plain HTTP.\n",
+            "invoice_runs.md": "---\nname: invoices\ndescription: the monthly run\ntype: project\n---\n"
+                               "- Invoices go out on the third working day.\n- The run's place is in [[architecture]].\n"}
+    for name, text in host.items():
+        (slot / name).write_text(text, encoding="utf-8")
+    onto = Ontology(tmp_path / "K", "notes", create=True)
+    entries = [("2026-03-09T0900Z_e001.md", _ledger_entry("t1", "2026-03-09",
+                "## Architecture\n- Queue: NATS\n- The basket worker keeps its carts in a Valkey 8 node.\n")),
+               ("2026-03-10T0900Z_e002.md", _ledger_entry("t2", "2026-03-10",
+                "## Progress\n- Ops agreed the architecture keeps one edge proxy per region.\n"))]
+    if not ledger_first:
+        ingest_host_files(onto, slot)
+    for name, data in entries:
+        onto.ingest(name, data, Channel.CLI)
+    if ledger_first:
+        ingest_host_files(onto, slot)
+    with onto.reader() as conn:
+        linked = queries.concept(conn, "Architecture")["relations"]
+    onto.close()
+    mount(tmp_path / "K", "notes", slot, state_dir=tmp_path / "state")
+    try:
+        names = sorted(os.listdir(slot))
+        topic = _cat(slot / "Architecture.md")
+        index = _cat(slot / "MEMORY.md")
+    finally:
+        unmount(slot, tmp_path / "state")
+    assert "architecture.md" not in names, names  # no near-duplicate page beside the author's file
+    assert topic.startswith(host["Architecture.md"]), topic
+    appendix = topic.partition(APPENDIX_MARKER)[2]
+    assert "ledger t1 (2026-03-09) supersedes: “Queue: NATS” on “Queue: Beanstalk”" in appendix, topic  # the heading
+    assert "adds: “The basket worker keeps its carts in a Valkey 8 node”" in appendix, topic
+    if not ledger_first:  # a mention reaches a concept the graph already knows (ADR 0004's order limit)
+        assert "ledger t2 (2026-03-10) adds: “Ops agreed the architecture keeps one edge proxy per region”" \
+            in appendix, topic
+        assert "progress.md" not in names, names
+    assert "queue: Beanstalk ⟨kg: 1 disputed⟩" in index, index  # the index line's mark, as before harm14
+    assert {"concept": "invoice-runs", "kind": "wikilink"} in [dict(r) for r in linked["in"]], linked
+
+
+@requires_fuse
+def test_through_the_mount_a_heading_two_capitalised_files_share_but_for_case_reaches_neither(tmp_path):
+    """`API.md` and `Api.md` are two files; a ledger's "## API" names either, so its lines go to neither
+    file's appendix (precision first), and its section gets no page `api.md` beside them: a third file
+    named like both but for case, the same name as each on a case-blind disk (case14)."""
+    slot = tmp_path / "memory"
+    slot.mkdir()
+    host = {"API.md": "---\nname: API\ndescription: the public API\ntype: reference\n---\n"
+                      "- The public API pages results fifty at a time.\n",
+            "Api.md": "---\nname: Api\ndescription: the internal api client\ntype: reference\n---\n"
+                      "- The internal client retries twice before giving up.\n"}
+    for name, text in host.items():
+        (slot / name).write_text(text, encoding="utf-8")
+    onto = Ontology(tmp_path / "K", "notes", create=True)
+    ingest_host_files(onto, slot)
+    onto.ingest("2026-03-09T0900Z_e001.md", _ledger_entry("t1", "2026-03-09",
+                "## API\n- Rate limits are counted per token, not per address.\n"), Channel.CLI)
+    onto.close()
+    mount(tmp_path / "K", "notes", slot, state_dir=tmp_path / "state")
+    try:
+        names = sorted(os.listdir(slot))
+        texts = {name: _cat(slot / name) for name in host}
+    finally:
+        unmount(slot, tmp_path / "state")
+    assert [n for n in names if n.casefold() == "api.md"] == ["API.md", "Api.md"], names
+    for name, text in texts.items():
+        assert text == host[name], (name, text)
 
 
 @requires_fuse

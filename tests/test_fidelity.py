@@ -281,6 +281,7 @@ def test_through_the_mount_a_capitalised_file_is_reached_by_a_heading_a_mention_
         ingest_host_files(onto, slot)
     with onto.reader() as conn:
         linked = queries.concept(conn, "Architecture")["relations"]
+        asked = queries.concept(conn, "architecture")  # kg_concept by the name a heading or wikilink says
     onto.close()
     mount(tmp_path / "K", "notes", slot, state_dir=tmp_path / "state")
     try:
@@ -300,6 +301,7 @@ def test_through_the_mount_a_capitalised_file_is_reached_by_a_heading_a_mention_
         assert "progress.md" not in names, names
     assert "queue: Beanstalk ⟨kg: 1 disputed⟩" in index, index  # the index line's mark, as before harm14
     assert {"concept": "invoice-runs", "kind": "wikilink"} in [dict(r) for r in linked["in"]], linked
+    assert asked is not None and asked["key"] == "Architecture", asked
 
 
 @requires_fuse

@@ -162,15 +162,17 @@ def memory_snapshot(conn: sqlite3.Connection, ontology: str, limit: int = MAX_LI
     """Rules first, then the rest, ranked, and the most conflicted real disputes, at most `limit` of
     each (a MEMORY.md of `limit` lines can never show more); the host's index verbatim, with the concept
     each of its links reaches; totals go to the footer."""
+    # The `assertions` view's two tables, joined here by hand: as the right side of a LEFT JOIN the view
+    # (itself a LEFT JOIN) cannot be flattened, and SQLite materialized all of it and built an automatic
+    # index on it for every snapshot. The gist (column 10) is looked up only for a line shown without a
+    # description (`line` below), not for every concept (BENCHMARKS "Session 14 — tests (ci14)").
     rows = conn.execute(
         """SELECT c.key, coalesce(c.title, c.name), coalesce(c.description, ''), c.updated_at, c.type,
-                  coalesce(sum(a.belief), 0), coalesce(sum(a.n_pos + a.n_neg > 0), 0),
-                  coalesce(sum(a.status = 'AFFIRMATIVE'), 0), coalesce(sum(a.status = 'CONTESTED'), 0),
-                  coalesce(sum(a.status = 'CONTRADICTORY'), 0),
-                  (SELECT a2.text FROM assertions a2 WHERE a2.concept_id = c.id AND a2.n_pos + a2.n_neg > 0
-                   ORDER BY a2.belief DESC, a2.id LIMIT 1),  -- a gist some source still states
-                  count(a.id)
-           FROM concepts c LEFT JOIN assertions a ON a.concept_id = c.id GROUP BY c.id""").fetchall()
+                  coalesce(sum(v.belief), 0), coalesce(sum(v.n_pos + v.n_neg > 0), 0),
+                  coalesce(sum(v.status = 'AFFIRMATIVE'), 0), coalesce(sum(v.status = 'CONTESTED'), 0),
+                  coalesce(sum(v.status = 'CONTRADICTORY'), 0), NULL, count(r.id)
+           FROM concepts c LEFT JOIN assertion_rows r ON r.concept_id = c.id
+           LEFT JOIN verdicts v ON v.assertion_id = r.id GROUP BY c.id""").fetchall()
     degree = {r[0]: r[1] for r in conn.execute(
         """SELECT k, count(DISTINCT other) FROM (SELECT src AS k, dst AS other FROM relations
            UNION ALL SELECT dst, src FROM relations) GROUP BY k""")}
@@ -190,7 +192,8 @@ def memory_snapshot(conn: sqlite3.Connection, ontology: str, limit: int = MAX_LI
 
     def line(key: str, confirmed: bool = True) -> ConceptLine:  # built only for what a MEMORY.md can show
         r = by_key[key]
-        return ConceptLine(key, file_of.get(key, f"{key}.md"), clip(r[1], 120), clip(r[2] or r[10] or "", 200), r[4],
+        gist = r[2] or _gist(conn, key) or ""
+        return ConceptLine(key, file_of.get(key, f"{key}.md"), clip(r[1], 120), clip(gist, 200), r[4],
                            _marks(int(r[7]) if confirmed else 0, int(r[8]), int(r[9])))
 
     index = host_index(conn)
@@ -252,6 +255,15 @@ def memory_snapshot(conn: sqlite3.Connection, ontology: str, limit: int = MAX_LI
                                                 **by_status}, ordered, disputed,
                           host_index=index, indexed=indexed, line_marks=line_marks, concepts_total=len(ranked),
                           disputed_total=n_disputed)
+
+
+def _gist(conn: sqlite3.Connection, key: str) -> str | None:
+    """The claim a concept's line shows when it has no description: its strongest one some source
+    still states."""
+    row = conn.execute("""SELECT (SELECT a.text FROM assertions a WHERE a.concept_id = c.id AND a.n_pos + a.n_neg > 0
+                                  ORDER BY a.belief DESC, a.id LIMIT 1) FROM concepts c WHERE c.key = ?""",
+                       (key,)).fetchone()
+    return row[0] if row is not None else None
 
 
 def _topic_of(key: str, rows: Sequence[queries.EvidenceRow], file_of: dict[str, str], files: dict[str, str],

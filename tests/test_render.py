@@ -356,3 +356,22 @@ def test_our_own_lines_never_take_memory_md_past_24000_bytes_in_any_script(scrip
     assert len(text.encode()) <= MAX_BYTES and len(text.splitlines()) <= MAX_LINES
     assert all(ln in text.splitlines() for ln in index.splitlines() if ln), "the author's index is all there"
     assert len(text.encode()) > MAX_BYTES - 2000, "and our lines filled the rest of the budget"
+
+
+def test_a_line_without_a_description_shows_a_claim_its_file_still_states(root):
+    """A memory file with no `description:` is listed with its strongest claim a source still states
+    as the gist: not a claim its newer version dropped, and not nothing."""
+    from ontology.artifact import Channel
+    from ontology.ingest import Ontology
+    from projection.snapshot import memory_snapshot
+
+    head = "---\nname: deploy\ntype: project\n---\n"
+    onto = Ontology(root, "shop", create=True)
+    onto.ingest("deploy.md", (head + "- Deploys run from the release branch\n- Staging is called blue\n").encode(),
+                Channel.CLI)
+    onto.ingest("deploy.md", (head + "- Staging is called blue\n").encode(), Channel.CLI)
+    with onto.reader() as conn:
+        text = render_memory(memory_snapshot(conn, "shop"))
+    onto.close()
+    (line,) = [line for line in text.splitlines() if "(deploy.md)" in line]
+    assert line.endswith("— Staging is called blue"), line

@@ -19,6 +19,7 @@ from ontology.artifact import Channel
 from ontology.ingest import Ontology
 
 from conftest import FIXTURES, ledger, memory
+from support.bridge_env import wait_for
 from support.server_proc import KGBRIDGE, ServerProcess, artifact_rows, free_port, wait_drained
 
 
@@ -60,8 +61,9 @@ def test_renamed_in_written_directly_and_burst_are_each_ingested_once(server, ro
     for i in range(200):
         drop(shop, f"burst-{i:03d}.md", memory(f"burst-{i}", f"Burst artifact number {i} mentions queue {i}"))
     wait_drained(shop)
-    time.sleep(0.5)
-    rows = artifact_rows(root / "ontology" / "shop" / "graph.db")
+    db = root / "ontology" / "shop" / "graph.db"
+    assert wait_for(lambda: len(artifact_rows(db)) >= 202, timeout=120), len(artifact_rows(db))
+    rows = artifact_rows(db)
     assert len(rows) == 202 == len(set(rows))
     health = httpx.get(f"{server.url}/health").json()
     assert health["status"] == "healthy" and health["writers"]["shop"]["ingested"] == 202

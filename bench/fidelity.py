@@ -26,7 +26,7 @@ from ontology.ingest import Ontology
 from ontology.parse import decode_text
 from projection.mount import ingest_host_files, mount, unmount
 from projection.mounts import fuse_available
-from projection.render import FULL_INDEX_NAME, MAX_BYTES, MAX_LINES, native_load
+from projection.render import FULL_INDEX_NAME, MAX_BYTES, MAX_LINES, full_index_named, native_load
 from projection.snapshot import MEMORY_NAME
 from projection.topic import APPENDIX_MARKER
 from projection.view import ProjectionView
@@ -194,7 +194,8 @@ def check(folder: Path, work: Path, through_mount: bool) -> Folder:
                 _topic(r, name, orig, shown.decode("utf-8", "replace"))  # a file that is not UTF-8 is served as is
             author = len(_text(data).encode())
             r.bytes_added += max(0, len(shown) - author)
-        full = read(FULL_INDEX_NAME)
+        named = full_index_named((read(MEMORY_NAME) or b"").decode("utf-8", "replace"))
+        full = read(named) if named else None  # the file the cut MEMORY.md's footer names
         if (folder / MEMORY_NAME).exists() and full is not None:
             r.full_index = _text(full) == _text((folder / MEMORY_NAME).read_bytes())
         memory = read(MEMORY_NAME) or b""

@@ -522,24 +522,40 @@ def _read_topic(path: Path, timeout: float) -> str:
     return str(call_bounded(lambda: read_regular(path, MAX_ARTIFACT_BYTES).decode("utf-8"), timeout))
 
 
-# The author's whole index, served beside MEMORY.md while MEMORY.md cannot show all of it
-# (projection.render.FULL_INDEX_NAME); what is written to it is the index, saved as MEMORY.md.
-FULL_INDEX_NAME = "MEMORY.full.md"
+# The author's whole index, served beside MEMORY.md while MEMORY.md cannot show all of it, under the name the
+# cut MEMORY.md's footer gives (projection.render.full_index_name: `MEMORY.full.md`, or `MEMORY.full.kgbridge*.md`
+# when the author has a file of that name). What is written to it is the index, saved as MEMORY.md; a write to
+# the author's own file of such a name is that file's (write14). Only the footer, read through the mount, tells
+# which: the hook queues a write to any such name for the worker.
+_WHOLE_INDEX_RE = re.compile(r"^memory\.full(\.kgbridge(-\d+)?)?\.md$", re.IGNORECASE)
 
 
-def _saved_name(target: Path) -> str:
-    return "MEMORY.md" if target.name == FULL_INDEX_NAME else target.name
+def _may_be_whole_index(target: Path) -> bool:
+    return bool(_WHOLE_INDEX_RE.match(target.name))
+
+
+def _whole_index_named(memory: str) -> str | None:
+    """The file a MEMORY.md read through the mount names in its footer as the author's whole index (it is cut)."""
+    from projection.render import full_index_named  # the worker's: the hook never reads the mount
+
+    return full_index_named(memory)
+
+
+def _saved_name(target: Path, whole_index: str | None = None) -> str:
+    """The memory file a write to `target` is saved as: MEMORY.md for the whole index we serve (`whole_index`,
+    the name the footer gives), else the file's own name."""
+    return "MEMORY.md" if whole_index is not None and target.name == whole_index else target.name
 
 
 def _edited_content(project: Project, target: Path, tool: str, tool_input: dict, current: str,
-                    full_index: str | None = None) -> str | None:
+                    full_index: str | None = None, whole_index: str | None = None) -> str | None:
     """What the memory file says after this edit of its projected topic file, whose text through the
     mount is `current` ("" for a Write, which replaces it). `full_index`: the author's whole index,
-    when the MEMORY.md the agent edited left some of it out."""
+    when the MEMORY.md the agent edited left some of it out; `whole_index`: the name it is served under."""
     content = intended_content(tool, tool_input, current)
     if content is None:
         return None
-    if target.name in ("MEMORY.md", FULL_INDEX_NAME):
+    if _saved_name(target, whole_index) == "MEMORY.md":
         # The projected index: save the author's lines without ours (header, disputes, marks, footer),
         # or the next projection would show them as the author's, twice; entries the view left out
         # stay where they were.
@@ -562,7 +578,7 @@ def apply_pending_edits(project: Project, timeout: float) -> str | None:
     except StateUnusable as exc:
         return str(exc)
     for item in items:
-        kind, content = "memory", None
+        kind, content, whole_index = "memory", None, None
         try:
             record = json.loads(item.read_bytes())
             target = Path(record["target"])
@@ -576,10 +592,17 @@ def apply_pending_edits(project: Project, timeout: float) -> str | None:
             else:
                 tool = record["tool"]
                 current = "" if tool == "Write" and target.name != "MEMORY.md" else _read_topic(target, timeout)
-                full_index = None
-                if target.name == "MEMORY.md" and FULL_INDEX_NAME in current.rstrip("\n").rsplit("\n", 1)[-1]:
-                    full_index = _read_topic(target.with_name(FULL_INDEX_NAME), timeout)  # the view was cut
-                content = _edited_content(project, target, tool, record["tool_input"], current, full_index)
+                full_index = whole_index = None
+                if target.name == "MEMORY.md" or _may_be_whole_index(target):
+                    index = current if target.name == "MEMORY.md" else _read_topic(target.with_name("MEMORY.md"),
+                                                                                  timeout)
+                    whole_index = _whole_index_named(index)  # None: the view shows the whole index
+                    if target.name == "MEMORY.md" and whole_index is not None:
+                        full_index = _read_topic(target.with_name(whole_index), timeout)  # the view was cut
+                content = _edited_content(project, target, tool, record["tool_input"], current, full_index,
+                                          whole_index)
+                if _may_be_whole_index(target):  # the hook could not tell which file this write replaces
+                    _keep_host_copy_back(state, _saved_name(target, whole_index))
         except TimedOut as exc:
             return f"projection did not answer: {exc}"
         except (OSError, ValueError, KeyError, TypeError) as exc:
@@ -587,7 +610,7 @@ def apply_pending_edits(project: Project, timeout: float) -> str | None:
             content = None
         try:
             if content is not None:
-                enqueue(state, kind, _saved_name(target), content.encode("utf-8"))
+                enqueue(state, kind, _saved_name(target, whole_index), content.encode("utf-8"))
             item.unlink(missing_ok=True)
         except OSError as exc:
             return f"cannot queue a pending edit: {exc.strerror or exc}"
@@ -618,14 +641,16 @@ def redirect_write(payload: dict, project: Project) -> dict | None:
                      f"the projection (`kgbridge unmount`) to change the subfolder.")
     state = ProjectState(project.slug)
     # A Write of MEMORY.md goes through the worker too: what the agent read there may have been cut to the
-    # budget, and only the worker reads the mount (the whole index, to keep the entries it never saw).
-    if tool != "Write" or target.name == "MEMORY.md":
+    # budget, and only the worker reads the mount (the whole index, to keep the entries it never saw). So does
+    # a Write of a name the whole index may be served under: only MEMORY.md's footer says whether it is ours.
+    if tool != "Write" or target.name == "MEMORY.md" or _may_be_whole_index(target):
         try:
             state.put_edit({"target": str(target), "tool": tool, "tool_input": tool_input})
         except OSError as exc:
             return _deny(f"Not saved: kgbridge's outbox cannot be written ({exc.strerror or exc}); retry later.")
         spawn_worker(str(project.root), Harness.CLAUDE, state=state)
-        _keep_host_copy_back(state, _saved_name(target))
+        if not _may_be_whole_index(target):
+            _keep_host_copy_back(state, target.name)
         return _deny(f"Saved to the kgbridge outbox instead: this memory directory is kgbridge's read-only "
                      f"projection. The edit of {target.name} is applied to its current text and delivered in "
                      f"the background; MEMORY.md and the topic files show the result.")

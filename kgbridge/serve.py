@@ -13,7 +13,7 @@ from typing import Callable
 from kgbridge.project import resolve
 from ontology import server
 from ontology.backend import Backend
-from projection.render import FULL_INDEX_NAME, index_cut
+from projection.render import WHOLE_INDEX, full_index_named
 from projection.snapshot import MEMORY_NAME
 from projection.view import ProjectionView
 
@@ -34,10 +34,10 @@ def projected_memory(backend: Backend) -> Callable[..., str]:
             view = views[slug] = ProjectionView(backend.get(slug))
         memory = (view.read(MEMORY_NAME) or b"").decode("utf-8")
         if full:
-            whole = view.read(FULL_INDEX_NAME)
-            return whole.decode("utf-8") if whole else memory
-        return memory.replace(f"your whole index: {FULL_INDEX_NAME}", f"your whole index: {SERVED_FULL_INDEX}") \
-            if index_cut(memory) else memory
+            whole = view.full_index()
+            return whole[1].decode("utf-8") if whole else memory
+        named = full_index_named(memory)
+        return memory.replace(f"{WHOLE_INDEX}{named}", f"{WHOLE_INDEX}{SERVED_FULL_INDEX}") if named else memory
     return render
 
 

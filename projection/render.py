@@ -10,8 +10,10 @@ UTF-8 bytes, with one exception that adds nothing of ours: an author's index Cla
 
 from __future__ import annotations
 
+import itertools
+import re
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from projection.hostindex import Block, BlockKind, parse_index
@@ -44,8 +46,24 @@ FOOTER_PREFIX = "_Not shown: "
 FOOTER_TAIL = ("Every memory file is here under its own name (what other sources say about it at its end, where "
                "they say something); search with `kgbridge search` or MCP kg_search / kg_concept / kg_contested._")
 # When the author's index does not fit, the whole of it is served under this name too (projection/view.py):
-# under the mount MEMORY.md is ours, and an entry left out of it must stay readable, as on disk.
+# under the mount MEMORY.md is ours, and an entry left out of it must stay readable, as on disk. An author's
+# own file of that name stays theirs (write14): ours then takes the first free name of FULL_INDEX_NAMES, and
+# the footer, which names it, is how a write to it is told from a write to the author's file.
 FULL_INDEX_NAME = "MEMORY.full.md"
+WHOLE_INDEX = "your whole index: "
+_WHOLE_INDEX_RE = re.compile(re.escape(WHOLE_INDEX) + r"([^)\n]+\.md)\)")
+
+
+def full_index_name(names: Iterable[str]) -> str:
+    """The name the author's whole index is served under beside a cut MEMORY.md: FULL_INDEX_NAME, unless one of
+    the folder's memory files `names` holds it (in any case), then the first of `MEMORY.full.kgbridge.md`,
+    `MEMORY.full.kgbridge-2.md`, ... that none holds."""
+    taken = {name.casefold() for name in names}
+    for n in itertools.count(1):
+        name = FULL_INDEX_NAME if n == 1 else "MEMORY.full.kgbridge.md" if n == 2 else f"MEMORY.full.kgbridge-{n - 1}.md"
+        if name.casefold() not in taken:
+            return name
+    raise AssertionError("unreachable")
 MARK_OPEN = " ⟨kg: "
 
 
@@ -87,6 +105,7 @@ class MemorySnapshot:
     # How many there are in all, when the lists above were cut to what a MEMORY.md could ever show.
     concepts_total: int | None = None
     disputed_total: int | None = None
+    full_index_name: str = FULL_INDEX_NAME  # where a cut MEMORY.md's footer sends the reader (full_index_name)
 
     @property
     def n_concepts(self) -> int:
@@ -206,10 +225,10 @@ def _disputed_line(d: DisputedLine) -> str:
     return clip(f"- **{d.status}** “{d.text}” — {d.sides} (topic: {d.file})")
 
 
-def _footer(hidden_entries: int, hidden_concepts: int, hidden_disputed: int) -> str:
+def _footer(hidden_entries: int, hidden_concepts: int, hidden_disputed: int, full_name: str = FULL_INDEX_NAME) -> str:
     """What was left out, if anything (never "0 concepts"), and where the rest is."""
     hidden = ", ".join(part for part, n in (
-        (f"{hidden_entries} index entries (your whole index: {FULL_INDEX_NAME})", hidden_entries),
+        (f"{hidden_entries} index entries ({WHOLE_INDEX}{full_name})", hidden_entries),
         (f"{hidden_concepts} concepts", hidden_concepts), (f"{hidden_disputed} disputed claims", hidden_disputed)) if n)
     return f"{FOOTER_PREFIX}{hidden}. {FOOTER_TAIL}" if hidden else f"_{FOOTER_TAIL}"
 
@@ -230,8 +249,14 @@ def _header(snap: MemorySnapshot, indexed: bool) -> list[str]:
 
 def index_cut(memory: str) -> bool:
     """True when this rendered MEMORY.md left entries of the author's index out (its footer says where)."""
-    lines = memory.rstrip("\n").rsplit("\n", 1)
-    return lines[-1].startswith(FOOTER_PREFIX) and FULL_INDEX_NAME in lines[-1]
+    return full_index_named(memory) is not None
+
+
+def full_index_named(memory: str) -> str | None:
+    """The file a rendered MEMORY.md's footer names as the author's whole index (it left entries out), else None."""
+    last = memory.rstrip("\n").rsplit("\n", 1)[-1]
+    found = _WHOLE_INDEX_RE.search(last) if last.startswith(FOOTER_PREFIX) and last.endswith(FOOTER_TAIL) else None
+    return found.group(1) if found else None
 
 
 def native_load(memory: str, max_lines: int = MAX_LINES, max_units: int = NATIVE_UNITS) -> list[str]:
@@ -361,7 +386,7 @@ def _render_with_index(snap: MemorySnapshot, max_lines: int, max_bytes: int, mea
     entries = [i for i, b in enumerate(blocks) if b.kind is BlockKind.ENTRY]
     # Two lines and bytes held back for the blank lines around the host's index (after the disputed
     # section, before the footer), so they are charged too.
-    budget = _Budget(max_lines - 2, max_bytes - 2, _footer(len(entries), snap.n_concepts, snap.n_disputed), measure)
+    budget = _Budget(max_lines - 2, max_bytes - 2, _footer(len(entries), snap.n_concepts, snap.n_disputed, snap.full_index_name), measure)
     header = _header(snap, indexed=True)
     if budget.fits(header):
         budget.take(header)
@@ -434,7 +459,7 @@ def _render_with_index(snap: MemorySnapshot, max_lines: int, max_bytes: int, mea
     shown = _take_concepts(snap.concepts, budget, additions)
     body = [line for i in sorted(kept) for line in lines[i][: head.get(i, len(lines[i]))]]
     hidden_entries = sum(1 for i in entries if i not in kept or i in head)
-    footer = _footer(hidden_entries, snap.n_concepts - shown, snap.n_disputed - shown_disputed)
+    footer = _footer(hidden_entries, snap.n_concepts - shown, snap.n_disputed - shown_disputed, snap.full_index_name)
     cut = head or any(i not in kept and b.kind is not BlockKind.BLANK for i, b in enumerate(blocks))
     if cut and _fits_natively(blocks, max_lines, max_bytes, measure):
         return _render_index_first(snap, blocks, lines, max_lines, max_bytes, measure)

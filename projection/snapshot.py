@@ -20,7 +20,7 @@ from ontology.schema import in_chunks
 from ontology.scope import own_subject_fact
 from projection.hostindex import parse_index
 from projection.rank import ConceptStats, rank
-from projection.render import MAX_LINES, RULE_TYPES, ConceptLine, DisputedLine, MemorySnapshot, clip
+from projection.render import MAX_LINES, RULE_TYPES, ConceptLine, DisputedLine, MemorySnapshot, clip, full_index_name
 from projection.topic import MemoryTopic, Stand, Voice
 
 MEMORY_NAME = "MEMORY.md"
@@ -254,7 +254,7 @@ def memory_snapshot(conn: sqlite3.Connection, ontology: str, limit: int = MAX_LI
     return MemorySnapshot(ontology, generated, {"concepts": len(rows) - forgotten, "assertions": sum(by_status.values()),
                                                 **by_status}, ordered, disputed,
                           host_index=index, indexed=indexed, line_marks=line_marks, concepts_total=len(ranked),
-                          disputed_total=n_disputed)
+                          disputed_total=n_disputed, full_index_name=full_index_name(files))
 
 
 def _gist(conn: sqlite3.Connection, key: str) -> str | None:

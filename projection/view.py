@@ -4,7 +4,8 @@ Invariant: a rendered file is reused only while the graph is unchanged (a stat s
 and its WAL, then the graph version: last artifact id, artifact count, database inode), so a new
 ingest shows up on the next read and nothing stale is ever served. Names: MEMORY.md, each memory
 file under its own name, every other concept as `<key>.md`, and MEMORY.full.md (the author's whole
-index) while MEMORY.md cannot show all of it.
+index) while MEMORY.md cannot show all of it; under another name (render.full_index_name) when the
+author has a file of that name, which stays theirs.
 """
 
 from __future__ import annotations
@@ -17,10 +18,14 @@ from pathlib import Path
 
 from ontology import queries
 from ontology.ingest import Ontology
-from projection.render import FULL_INDEX_NAME, index_cut, render_memory
+from projection.render import FULL_INDEX_NAME, full_index_name, index_cut, render_memory
 from projection.snapshot import (FORGOTTEN_FILES, MEMORY_NAME, PAGED_CONCEPTS, beside_a_file, forgotten_keys,
                                  graph_version, memory_files, memory_snapshot, memory_topics)
 from projection.topic import render_memory_topic, render_topic
+
+
+# The cache key of the author's whole index: never a file's name, so no file of the folder can be served it.
+_WHOLE = "\0whole index"
 
 
 class ProjectionView:
@@ -35,7 +40,8 @@ class ProjectionView:
         self._keys: list[str] = []  # concepts without a memory file of their own
         self._key_set: frozenset[str] = frozenset()
         self._forgotten: set[str] = set()
-        self._cache: dict[str, bytes] = {}
+        self._cache: dict[str, bytes] = {}  # file name -> its bytes; _WHOLE -> the whole index (b"": not cut)
+        self._full_name = FULL_INDEX_NAME  # the name the whole index is served under (full_index_name)
         self._last_stamp: tuple[object, ...] = ()
         self._seen_stamp: tuple[object, ...] = ()
         database = ontology.paths.database  # stat-ed on every FUSE request: build the paths once
@@ -66,6 +72,7 @@ class ProjectionView:
                     if r[0] not in file_of and not beside_a_file(r[0], folded) and r[0] not in gone]
             self._files, self._file_of, self._keys, self._key_set = files, file_of, keys, frozenset(keys)
             self._forgotten, self._cache, self._version = forgotten, {}, version
+            self._full_name = full_index_name(files)
         self._last_stamp = self._seen_stamp
 
     def _fresh(self) -> bool:
@@ -92,30 +99,40 @@ class ProjectionView:
                     self._refresh(conn)
             topics = [*self._files, *(f"{key}.md" for key in self._keys)]
             if self._full_index() is not None:
-                topics.append(FULL_INDEX_NAME)
+                topics.append(self._full_name)
             return [MEMORY_NAME, *sorted(n for n in topics if n != MEMORY_NAME)]
 
     def _full_index(self) -> bytes | None:
-        """The author's whole index when MEMORY.md could not show all of it (FULL_INDEX_NAME), else None.
-        Called with the lock held and the view fresh; renders MEMORY.md if it is not cached yet."""
+        """The author's whole index when MEMORY.md could not show all of it, else None. Called with the lock
+        held and the view fresh; renders MEMORY.md if it is not cached yet."""
         if MEMORY_NAME not in self._cache:
             self._render(MEMORY_NAME, stale=False)
-        return self._cache.get(FULL_INDEX_NAME) or None
+        return self._cache.get(_WHOLE) or None
+
+    def full_index(self) -> tuple[str, bytes] | None:
+        """(the name it is served under, the author's whole index) while MEMORY.md leaves entries of it out."""
+        with self._lock:
+            if not self._fresh():
+                with self.ontology.reader() as conn:
+                    self._refresh(conn)
+            whole = self._full_index()
+            return (self._full_name, whole) if whole is not None else None
 
     def read(self, name: str) -> bytes | None:
         """The file's current bytes, or None if the projection has no such file."""
         with self._lock:
             stale = not self._fresh()
-            if name == FULL_INDEX_NAME:
-                if stale:
-                    with self.ontology.reader() as conn:
-                        self._refresh(conn)
+            if stale:  # refreshed in the same read; the whole index's name may change with the graph
+                data = self._render(name, stale)
+                return self._full_index() if name == self._full_name else data
+            if name == self._full_name:
+                # Ours only while MEMORY.md is cut; an author's file of this name is never ours (write14): the
+                # name is the first one none of theirs holds.
                 return self._full_index()
-            if not stale:
-                if name in self._cache:
-                    return self._cache[name]
-                if not self._shows(name):
-                    return None  # known for this graph version: no SQL for names the projection lacks
+            if name in self._cache:
+                return self._cache[name]
+            if not self._shows(name):
+                return None  # known for this graph version: no SQL for names the projection lacks
             return self._render(name, stale)
 
     def _shows(self, name: str) -> bool:
@@ -133,7 +150,7 @@ class ProjectionView:
                 text = render_memory(snap)
                 data = text.encode("utf-8")
                 cut = snap.host_index is not None and index_cut(text)
-                self._cache[FULL_INDEX_NAME] = (snap.host_index or "").encode("utf-8") if cut else b""
+                self._cache[_WHOLE] = (snap.host_index or "").encode("utf-8") if cut else b""
             elif name in self._files:
                 # `ls -l` stats every file in listing order, and a topic's size is its rendering's: render
                 # the next few uncached ones with it, in one set of queries (render = charge, no estimate).

@@ -466,6 +466,60 @@ def test_an_index_edit_through_the_mount_keeps_what_the_cut_view_left_out(tmp_pa
         force_unmount(bridge.memory_dir)
 
 
+OWN_FULL = note("memory-full", "- The author's own notes on a full memory, kept under this name.\n")
+
+
+@pytest.mark.parametrize("n", [20, 260])
+def test_an_authors_own_memory_full_md_stays_theirs_cut_or_not(tmp_path, n):
+    """write14: `MEMORY.full.md` is the name the whole index is served under while MEMORY.md is cut. An author's
+    own file of that name was hidden by our index (cut) or not served from the graph at all (not cut); it is
+    theirs, and the whole index takes the next free name, which the footer gives."""
+    index = over_budget_index(n)
+    view = project(tmp_path, {"MEMORY.md": index, "MEMORY.full.md": OWN_FULL})
+    assert view.read("MEMORY.full.md") == OWN_FULL.encode() and "MEMORY.full.md" in view.names()
+    memory = view.read("MEMORY.md").decode()
+    if n == 20:
+        assert "MEMORY.full.kgbridge.md" not in view.names() and view.read("MEMORY.full.kgbridge.md") is None
+    else:
+        assert "your whole index: MEMORY.full.kgbridge.md)" in memory.splitlines()[-1]
+        assert view.read("MEMORY.full.kgbridge.md") == index.encode() and "MEMORY.full.kgbridge.md" in view.names()
+
+
+@requires_fuse
+@pytest.mark.parametrize(("name", "tool", "saved_as"), [
+    ("MEMORY.full.md", "Edit", "MEMORY.full.md"), ("MEMORY.full.md", "Write", "MEMORY.full.md"),
+    ("MEMORY.full.kgbridge.md", "Edit", "MEMORY.md")])
+def test_a_write_of_the_authors_memory_full_md_through_the_mount_is_saved_to_it(tmp_path, name, tool, saved_as):
+    """write14: a Write or Edit of the author's own `MEMORY.full.md` through the mount was saved as MEMORY.md,
+    replacing the index with that note. It is saved to the note; a write to the whole index we serve (under the
+    name the footer gives) is still the index."""
+    bridge = BridgeEnv(tmp_path).setup()
+    assert bridge.cli("activate").returncode == 0
+    bridge.memory_dir.mkdir(parents=True, exist_ok=True)
+    index = over_budget_index()
+    (bridge.memory_dir / "MEMORY.md").write_text(index, encoding="utf-8")
+    (bridge.memory_dir / "MEMORY.full.md").write_text(OWN_FULL, encoding="utf-8")
+    assert bridge.cli("mount").returncode == 0
+    try:
+        target = bridge.memory_dir / name
+        shown = target.read_text()
+        assert shown == (OWN_FULL if name == "MEMORY.full.md" else index)
+        old = "kept under this name" if name == "MEMORY.full.md" else "- [Step 2](step_2.md) — what step 2 does\n"
+        new = "kept under this name, edited" if name == "MEMORY.full.md" else old + "- [Step 2b](step_2b.md) — new\n"
+        edit = {"content": shown.replace(old, new)} if tool == "Write" else {"old_string": old, "new_string": new}
+        payload = {"session_id": "s1", "cwd": str(bridge.project), "hook_event_name": "PreToolUse", "tool_name": tool,
+                   "tool_input": {"file_path": str(target), **edit}}
+        assert json.loads(bridge.hook(payload).stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
+        assert wait_for(lambda: [p for p in drops(bridge.ingest) if p.name.endswith(".md")])
+        assert bridge.cli("flush").returncode == 0
+        saved = {p.name: p.read_text() for p in drops(bridge.ingest)}
+        assert [n for n in saved if not n.endswith(f".{saved_as}")] == [], saved.keys()
+        assert list(saved.values()) == [shown.replace(old, new)]
+    finally:
+        bridge.cli("unmount")
+        force_unmount(bridge.memory_dir)
+
+
 def test_a_block_taller_than_the_budget_shows_its_first_lines_not_nothing():
     """A table (or paragraph) of 260 lines in the index: a harness reading the file's first 200 lines
     shows its head; so does MEMORY.md, whole lines, with the whole index named in the footer."""

@@ -277,6 +277,29 @@ def _relations(src: str, text: str) -> list[Relation]:
     return [r for r in rels if r.dst != src]
 
 
+# A request to forget or delete a memory ("Forget: the user prefers tabs", "Delete from memory: \"X\"", "Vergiss,
+# dass …", "…を忘れて"): Codex writes the user's forget and delete requests as ad-hoc notes that name what to drop
+# (ADR 0010, "Session 14 (codex14)"). Read as a claim it agreed with the very line it asks to drop. It states
+# nothing: no claim, no stance on what it names (a negated "don't forget to …" is a reminder, not matched).
+_FORGET_RE = re.compile(
+    r"^(?:please\s+|pls\s+|bitte\s+|s'il te plaît,?\s+|por favor,?\s+)?"
+    r"(?:(?:the\s+)?user\s+(?:asked|asks|wants|wanted|requested)\s+(?:me\s+|codex\s+|you\s+|us\s+)?(?:to\s+)?)?"
+    r"(?:forget\b|stop\s+remembering\b|unremember\b"
+    r"|(?:delete|remove|erase|purge)(?:\s+(?:this|that|it|these|the\s+following))?\s+from\s+(?:the\s+|your\s+|codex(?:'s|’s)?\s+)?"
+    r"memor(?:y|ies)\b"  # "Delete from memory: …"; with an object only from *your* memory (not "the cache from memory")
+    r"|(?:delete|remove|erase|purge)\b[^.!?:;]{0,60}?\bfrom\s+(?:your|codex(?:'s|’s)?)\s+memor(?:y|ies)\b"
+    r"|vergiss(?!\s+nicht)\b|vergessen\s*[:：]|aus\s+dem\s+(?:gedächtnis|speicher)\s+(?:löschen|entfernen)"
+    r"|oublie[rz]?\b|olvida(?:r|te)?\b|olvídate\b|esque[cç]a\b|esquece(?:r)?\b|dimentica(?:re)?\b"
+    r"|забудь(?:те)?\b|забыть\b|請?忘[记記掉]|请忘[记掉]|忘[记記]掉)"
+    r"|(?:を|は)?忘れて(?:ください|下さい|おいて)?[。.!！]?$|記憶から(?:削除|消)|잊어\s*(?:줘|주세요|버려)",
+    re.IGNORECASE)
+
+
+def forget_request(text: str) -> bool:
+    """Does a line ask to forget or delete a memory rather than state one?"""
+    return _FORGET_RE.search(text) is not None  # English/European forms open the line; CJK ones may end it
+
+
 # Memory restates its lines file after file, and a memory file's description is read twice (as its first
 # claim and as its summary): the same line gives the same (immutable) pair, so it is read once. 4,096 lines
 # hold the repetitive corpus's recurring statements and slot facts (`fact_proposition` is not cached itself).
@@ -290,6 +313,8 @@ def _statement_from_line(line: str) -> tuple[str, Proposition] | None:
     if prefix and (prefix.group(1) or prefix.group(2) or "").strip().lower() in SECTION_LABELS:
         line = line[prefix.end():]
     text = clean_markup(line).rstrip(" ;；")
+    if forget_request(text):
+        return None
     if text.endswith(".") and not text.endswith(".."):
         text = text[:-1]
     if not MIN_STATEMENT_CHARS <= len(text) <= MAX_STATEMENT_CHARS or label_of(text) is not None:

@@ -12,7 +12,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TypeVar
 
-SCHEMA_VERSION = 33  # 2: lsh is WITHOUT ROWID; 3: 15x4 LSH bands; 4: subsets (exact short near-dups);
+SCHEMA_VERSION = 34  # 2: lsh is WITHOUT ROWID; 3: 15x4 LSH bands; 4: subsets (exact short near-dups);
 # 5: evidence aggregates kept by delta (ontology/aggregate.py); 6: trigram indexes for CJK search
 # 7: memory_files (newest text of each memory file and of the index, for the projection)
 # 8: source identities fold NFC/NFD and case of file names; 9: NFC only, case kept (layout.name_key)
@@ -52,6 +52,8 @@ SCHEMA_VERSION = 33  # 2: lsh is WITHOUT ROWID; 3: 15x4 LSH bands; 4: subsets (e
 #     a graph that kept B current after such a revert is rebuilt (ADR 0003, session 14)
 # 33: case_keys: a memory file's key that keeps capitals (`Architecture`) under the lower-cased key a ledger
 #     heading, a mention or a wikilink names it by; those reach the file again (ADR 0005, "Session 14 (case14)")
+# 34: no DDL change: a request to forget or delete a memory ("Forget: X", "Delete from memory: X") is no claim;
+#     a graph where one stood as a second source of X is rebuilt (ADR 0010, "Session 14 (codex14)")
 # A writer holding the lock is normal (one artifact at a time); wait for it rather than fail.
 BUSY_TIMEOUT_MS = 30_000
 WAL_AUTOCHECKPOINT_PAGES = 16_384

@@ -315,3 +315,21 @@ def test_a_clause_saying_no_longer_or_instead_of_names_no_use(text, old):
     from ontology.removals import IdentifierStance, identifier_stances
 
     assert dict(identifier_stances(text, 1)).get(old) is not IdentifierStance.IN_USE, text
+
+
+def test_a_request_to_forget_a_memory_confirms_nothing_and_states_nothing(onto):
+    """Codex writes the user's "forget …" and "delete from memory …" requests as ad-hoc notes that name what
+    to drop (ADR 0010, "Session 14 (codex14)"). Read as claims they agreed with the very lines they ask to drop
+    (the summary's "Prefers tabs …" AFFIRMATIVE, two sources). A request states nothing; a reminder
+    ("Don't forget: …") and the rest of the note still do."""
+    claims = _ingest(onto, "forget_requests")
+    assert not _disputed(claims)
+    for line in ("Prefers tabs over spaces in Makefiles", "The admin console's unit tests use SQLite in memory",
+                 "The payments service deploys with `make ship`", "Reviews are written in German",
+                 "Wants commit messages in the imperative mood"):
+        assert [s.filename for s in claims[line].sources] == ["memory_summary.md"], (line, claims[line].sources)
+    asked = [t for t in claims if any(w in t for w in ("Forget", "forget that", "Delete from memory", "Vergiss",
+                                                       "忘れて"))]
+    assert asked == [], asked  # no request to drop a memory is a claim of its own either
+    assert "They use spaces everywhere now" in claims  # what the note says beside the request stays
+    assert "Don't forget: run migrations before the integration tests" in claims  # a reminder is a claim

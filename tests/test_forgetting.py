@@ -557,6 +557,29 @@ def test_codex_notes_deleted_renamed_and_restored_follow_the_same_rules(stack: S
     rebuild_gives_the_same_graph(stack.graph_root)
 
 
+def test_a_codex_note_asking_to_forget_a_memory_does_not_confirm_it_in_the_next_session(tmp_path: Path):
+    """Blind round 9 (ADR 0010, "Session 14 (codex14)"): Codex writes "forget X" as an ad-hoc note (its memory
+    tool's own instruction), and the summary it injects still says X until its consolidation runs. Through
+    the real hook processes the next Codex session was told X was confirmed (the forget request counted as a
+    second source, its line the summary's headline): worse than Codex's own memory, which says to drop it."""
+    stack = Stack(tmp_path, "dir")
+    codex = CodexSession(stack, tmp_path)
+    tabs = "Prefers tabs over spaces in Makefiles"
+    (codex.home / "memories_v2" / "memory_summary.md").write_text(
+        f"v1\n## User preferences\n- {tabs}\n- Wants commit messages in the imperative mood\n")
+    with stack.running():
+        codex.add("2026-11-30T08-01-10-forget-tabs.md", f"Forget: the user prefers tabs over spaces in Makefiles. "
+                                                        f"They use spaces everywhere now.\n")
+        codex.stop(settle_on=2)
+        started = stack.bridge.hook(codex._payload("SessionStart", source="startup"), "--harness", "codex",
+                                    env={**stack.env, "KG_SESSION_START_S": "10"})
+        context = json.loads(started.stdout)["hookSpecificOutput"]["additionalContext"]
+        assert "They use spaces everywhere now" in context, context
+        assert not re.search(r"confirmed|agrees", context), context
+        held = stack.rows("SELECT text, n_for, n_against FROM assertions WHERE text LIKE '%tabs over spaces%'")
+        assert held == [(tabs, 1, 0)], "the summary's line, held by the summary alone"
+
+
 SLOT = Path("/home/u/.claude/projects/-w-shop/memory")
 
 

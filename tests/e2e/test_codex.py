@@ -192,3 +192,24 @@ def test_the_mcp_line_install_hooks_prints_registers_the_server_with_codex(codex
     entry = json.loads(shown.stdout)
     assert entry["transport"]["url"] == f"{server.url}/mcp", shown.stdout
     assert entry["transport"].get("bearer_token_env_var") == "KG_TOKEN", shown.stdout
+
+
+def test_a_note_codex_writes_to_forget_a_preference_is_not_shown_as_confirming_it(codex_box, serve):
+    """Blind round 9 (ADR 0010, "Session 14 (codex14)"): asked to forget a preference, Codex writes an ad-hoc
+    note naming it, while its summary still holds it. The next session's context must not call the
+    preference confirmed (the request read as a second source of it did)."""
+    serve(codex_box)
+    codex_config(codex_box)  # the summary: "Answers in short sentences"
+    install(codex_box, "--trust-project")
+    forget = "Forget: the user wants answers in short sentences. They want full explanations now."
+    codex_box.codex_session("kg-e2e-forget-pref", note(codex_box, "forget-short-answers", forget))
+    kept = "They want full explanations now"
+    assert wait_until(lambda: labelled_sources(codex_box, kept)[1] == {source("forget-short-answers")}, 30), \
+        codex_box.assertions()
+    assert labelled_sources(codex_box, "Answers in short sentences")[1] == {"memory:shop/memory_summary.md"}
+    assert codex_box.kg("flush").returncode == 0
+    codex_box.codex_session("kg-e2e-after-forget", [{"text": "Hello."}])
+    request = conversation(codex_box.fake.requests("kg-e2e-after-forget")[0])
+    context = re.search(r"kgbridge memory for this project.*?(?=\"})", request, re.S)
+    assert context and kept in context.group(0), request[-3000:]
+    assert "confirmed" not in context.group(0) and "Forget:" not in context.group(0), context.group(0)

@@ -291,13 +291,29 @@ _FORGET_RE = re.compile(
     r"|vergiss(?!\s+nicht)\b|vergessen\s*[:：]|aus\s+dem\s+(?:gedächtnis|speicher)\s+(?:löschen|entfernen)"
     r"|oublie[rz]?\b|olvida(?:r|te)?\b|olvídate\b|esque[cç]a\b|esquece(?:r)?\b|dimentica(?:re)?\b"
     r"|забудь(?:те)?\b|забыть\b|請?忘[记記掉]|请忘[记掉]|忘[记記]掉)"
-    r"|(?:を|は)?忘れて(?:ください|下さい|おいて)?[。.!！]?$|記憶から(?:削除|消)|잊어\s*(?:줘|주세요|버려)",
+    r"|(?:を|は)?忘れて(?:ください|下さい|おいて)?[。.!！]?$|記憶から(?:削除|消)|잊어\s*(?:줘|주세요|버려)"
+    # the request as a label or tag before what to drop: "Delete: X", "Deletion: X", "To forget: X", "[delete] X"
+    # (not "Removed:" / "Deleted:", which tell history and are read as such)
+    r"|^(?:\[(?:forget|delete|remove)\]|(?:to\s+)?(?:delete|deletion|remove|forget)\s*[:：])",
+    re.IGNORECASE)
+# A heading or label whose section lists what to drop ("## Remove from memory", "Delete:", "### To forget"):
+# the whole name, in the languages above; "Removals" / "Deleted" name history and stay sections like any other.
+_FORGET_SECTION_RE = re.compile(
+    r"(?:to\s+)?(?:forget|delete|remove|drop|erase)(?:\s+(?:these|this|the\s+following))?"
+    r"(?:\s+from\s+(?:the\s+|your\s+|codex(?:'s|’s)?\s+)?memor(?:y|ies))?"
+    r"|vergessen|löschen|entfernen|aus\s+dem\s+(?:gedächtnis|speicher)\s+(?:löschen|entfernen)|oublier|à\s+oublier"
+    r"|supprimer|olvidar|eliminar|borrar|esquecer|apagar|dimenticare|удалить|забыть|忘れる|忘れて|削除|删除|忘记|삭제|잊기",
     re.IGNORECASE)
 
 
 def forget_request(text: str) -> bool:
     """Does a line ask to forget or delete a memory rather than state one?"""
     return _FORGET_RE.search(text) is not None  # English/European forms open the line; CJK ones may end it
+
+
+def forget_section(name: str) -> bool:
+    """Does a heading or label name a list of memories to drop ("## Remove from memory", "Delete:")?"""
+    return _FORGET_SECTION_RE.fullmatch(name.strip().rstrip(":：").strip()) is not None
 
 
 # Memory restates its lines file after file, and a memory file's description is read twice (as its first
@@ -479,6 +495,8 @@ def _reading(unit: _Unit, memory: bool) -> _Reading | None:
     date, mentions, section concept) of one unit (its text under its section, dated its date), or None
     when it states nothing."""
     line, section, date, row = unit.text, unit.section, unit.date, unit.row
+    if section is not None and forget_section(section):
+        return None  # listed to be forgotten or deleted (ADR 0010, "Session 14 (codex14)"): states nothing
     parsed = _statement_from_line(line)
     if parsed is None:
         return None

@@ -326,10 +326,14 @@ def test_a_request_to_forget_a_memory_confirms_nothing_and_states_nothing(onto):
     assert not _disputed(claims)
     for line in ("Prefers tabs over spaces in Makefiles", "The admin console's unit tests use SQLite in memory",
                  "The payments service deploys with `make ship`", "Reviews are written in German",
-                 "Wants commit messages in the imperative mood"):
+                 "Wants commit messages in the imperative mood",
+                 # the request as a label over a list, a heading over a section, a tag
+                 "Feature flags live in `flags.yaml`", "The staging database is reset every Monday",
+                 "Pull requests need two approvals"):
         assert [s.filename for s in claims[line].sources] == ["memory_summary.md"], (line, claims[line].sources)
     asked = [t for t in claims if any(w in t for w in ("Forget", "forget that", "Delete from memory", "Vergiss",
-                                                       "忘れて"))]
+                                                       "忘れて", "[delete]"))]
     assert asked == [], asked  # no request to drop a memory is a claim of its own either
     assert "They use spaces everywhere now" in claims  # what the note says beside the request stays
+    assert "The staging database is reset every Sunday night" in claims  # its "## Add" section too
     assert "Don't forget: run migrations before the integration tests" in claims  # a reminder is a claim

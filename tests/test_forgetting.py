@@ -570,7 +570,8 @@ def test_a_codex_note_asking_to_forget_a_memory_does_not_confirm_it_in_the_next_
     with stack.running():
         codex.add("2026-11-30T08-01-10-forget-tabs.md", f"Forget: the user prefers tabs over spaces in Makefiles. "
                                                         f"They use spaces everywhere now.\n")
-        codex.stop(settle_on=2)
+        codex.add("2026-11-30T08-02-00-drop-mood.md", "Delete:\n- Wants commit messages in the imperative mood\n")
+        codex.stop(settle_on=3)
         started = stack.bridge.hook(codex._payload("SessionStart", source="startup"), "--harness", "codex",
                                     env={**stack.env, "KG_SESSION_START_S": "10"})
         context = json.loads(started.stdout)["hookSpecificOutput"]["additionalContext"]
@@ -578,6 +579,8 @@ def test_a_codex_note_asking_to_forget_a_memory_does_not_confirm_it_in_the_next_
         assert not re.search(r"confirmed|agrees", context), context
         held = stack.rows("SELECT text, n_for, n_against FROM assertions WHERE text LIKE '%tabs over spaces%'")
         assert held == [(tabs, 1, 0)], "the summary's line, held by the summary alone"
+        held = stack.rows("SELECT n_for, n_against FROM assertions WHERE text LIKE '%imperative mood%'")
+        assert held == [(1, 0)], "a line listed under 'Delete:' is no second source of it"
 
 
 SLOT = Path("/home/u/.claude/projects/-w-shop/memory")

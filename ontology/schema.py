@@ -12,7 +12,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TypeVar
 
-SCHEMA_VERSION = 34  # 2: lsh is WITHOUT ROWID; 3: 15x4 LSH bands; 4: subsets (exact short near-dups);
+SCHEMA_VERSION = 35  # 2: lsh is WITHOUT ROWID; 3: 15x4 LSH bands; 4: subsets (exact short near-dups);
 # 5: evidence aggregates kept by delta (ontology/aggregate.py); 6: trigram indexes for CJK search
 # 7: memory_files (newest text of each memory file and of the index, for the projection)
 # 8: source identities fold NFC/NFD and case of file names; 9: NFC only, case kept (layout.name_key)
@@ -54,6 +54,8 @@ SCHEMA_VERSION = 34  # 2: lsh is WITHOUT ROWID; 3: 15x4 LSH bands; 4: subsets (e
 #     heading, a mention or a wikilink names it by; those reach the file again (ADR 0005, "Session 14 (case14)")
 # 34: no DDL change: a request to forget or delete a memory ("Forget: X", "Delete from memory: X") is no claim;
 #     a graph where one stood as a second source of X is rebuilt (ADR 0010, "Session 14 (codex14)")
+# 35: wordings (each near-duplicate wording an assertion took, filed under its keys; an assertion merged into
+#     another by a wording bridging them): grouping independent of arrival order (ADR 0004, session 14)
 # A writer holding the lock is normal (one artifact at a time); wait for it rather than fail.
 BUSY_TIMEOUT_MS = 30_000
 WAL_AUTOCHECKPOINT_PAGES = 16_384
@@ -132,6 +134,12 @@ CREATE TABLE IF NOT EXISTS subsets(key INTEGER NOT NULL, assertion_id INTEGER NO
 -- subsets_recent is kept in arrival order (rowid) and has no key index: the writer looks its rows up in
 -- memory, so one artifact's keys land on its last page instead of a page each (ADR 0007, "Session 7").
 CREATE TABLE IF NOT EXISTS subsets_recent(key INTEGER NOT NULL, assertion_id INTEGER NOT NULL);
+-- Wordings an assertion took besides its own (a near-duplicate with another key), each filed under its own
+-- near-duplicate keys, so a later wording near it finds the assertion (ADR 0004, "Session 14 (recall14)").
+-- Also the wording of an assertion merged into another (its key then still finds the survivor).
+CREATE TABLE IF NOT EXISTS wordings(key TEXT PRIMARY KEY, assertion_id INTEGER NOT NULL, text TEXT NOT NULL,
+  tokens TEXT NOT NULL, slot TEXT, value TEXT, polarity INTEGER NOT NULL) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS wordings_assertion ON wordings(assertion_id);
 -- Current stance of each source on each assertion, as the source stated it (+1 / -1 relative to the
 -- polarity-free proposition key). One row per source: versions of one artifact are one source.
 CREATE TABLE IF NOT EXISTS stances(

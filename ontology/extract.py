@@ -245,8 +245,9 @@ def file_key(stem: str) -> str:
 def fold_key(key: str) -> str:
     """The lower-cased key a ledger or document heading, a mention or a wikilink names a file by: `file_key`
     with its capitals folded (`Architecture` -> `architecture`; `concept_key(file_key(s)) == concept_key(s)`).
-    The store reaches a file whose key keeps capitals through it (ADR 0005, "Session 14 (case14)")."""
-    return concept_key(key)
+    The store reaches a file whose key keeps capitals through it (ADR 0005, "Session 14 (case14)"). A key
+    without capitals is its own (a slug is a fixed point of `concept_key`): no slugify for it."""
+    return key if key == key.lower() else concept_key(key)
 
 
 def _link_target_key(target: str) -> str | None:

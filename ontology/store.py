@@ -125,6 +125,9 @@ class GraphWriter:
         # Within one artifact: (the assertion a wording joined, the others it bridges to), merged once the
         # artifact is applied (`_merge`; ADR 0004, "Session 14 (recall14)").
         self._bridges: list[tuple[int, list[int]]] = []
+        # Within one transaction: the lower-cased keys `case_keys` files a key under (None: not read yet). A
+        # prefilter only: what a key reaches is read from the graph when an artifact names one of these.
+        self._folds: set[str] | None = None
 
     def seen(self, identity: str, sha256: str) -> bool:
         """A duplicate: the same bytes as the source's newest version. Older bytes coming back (an edit
@@ -136,6 +139,7 @@ class GraphWriter:
     def transaction(self) -> Iterator[None]:
         """One write transaction: everything inside commits together or not at all."""
         self.conn.execute("BEGIN IMMEDIATE")
+        self._folds = None  # another writer may have committed since
         try:
             self.near.begin()
             yield
@@ -145,6 +149,7 @@ class GraphWriter:
             self._search_artifact.clear()
             self._search_batch.clear()
             self._concept_fields.clear()
+            self._folds = None
             self.near.forget()  # rolled-back ids may be handed out again
             if self.conn.in_transaction:
                 self.conn.execute("ROLLBACK")
@@ -166,6 +171,7 @@ class GraphWriter:
         except BaseException:
             self._verdict_deltas.clear()
             self._clear_artifact_state()
+            self._folds = None  # a rolled-back artifact's `case_keys` rows are gone
             self.near.forget()  # rolled-back ids may be handed out again
             self._search_artifact.clear()
             self._concept_fields = {op[1]: op[2] for op in self._search_batch if not op[0]}  # type: ignore[misc]
@@ -344,6 +350,8 @@ class GraphWriter:
             conn.execute("UPDATE OR IGNORE relations SET dst=? WHERE dst=?", (new_key, row[0]))
             if fold_key(new_key) != new_key:  # moved to a name with capitals: reached by its lower-cased key
                 conn.execute("INSERT OR IGNORE INTO case_keys(fold, key) VALUES(?,?)", (fold_key(new_key), new_key))
+                if self._folds is not None:
+                    self._folds.add(fold_key(new_key))
         return None
 
     def _apply(self, artifact: Artifact, extraction: Extraction, channel: str, received_at: str) -> Applied:
@@ -616,15 +624,19 @@ class GraphWriter:
         as one key did before harm14: the result does not depend on which arrived first. Returns whether a
         concept was renamed to `key`. A file named `architecture.md` keeps its own (ADR 0005, case14)."""
         conn = self.conn
-        first = conn.execute("SELECT 1 FROM case_keys WHERE fold=? LIMIT 1", (fold,)).fetchone() is None
         conn.execute("INSERT OR IGNORE INTO case_keys(fold, key) VALUES(?,?)", (fold, key))
-        if not first or conn.execute("SELECT 1 FROM memory_files WHERE concept=? AND kind='memory' LIMIT 1",
-                                     (fold,)).fetchone():
-            return False
+        if self._folds is not None:
+            self._folds.add(fold)
+        if conn.execute("SELECT count(*) FROM case_keys WHERE fold=?", (fold,)).fetchone()[0] > 1 \
+                or conn.execute("SELECT 1 FROM memory_files WHERE concept=? AND kind='memory' LIMIT 1",
+                                (fold,)).fetchone():
+            return False  # not the first file so named, or `architecture.md` holds the key itself
         renamed = conn.execute("UPDATE concepts SET key=? WHERE key=?", (key, fold)).rowcount > 0
-        for column in ("src", "dst"):
-            conn.execute(f"UPDATE OR IGNORE relations SET {column}=? WHERE {column}=?", (key, fold))
-            conn.execute(f"DELETE FROM relations WHERE {column}=?", (fold,))  # the same relation held under both
+        if conn.execute("SELECT EXISTS(SELECT 1 FROM relations WHERE src=?) OR EXISTS(SELECT 1 FROM relations "
+                        "WHERE dst=?)", (fold, fold)).fetchone()[0]:
+            for column in ("src", "dst"):
+                conn.execute(f"UPDATE OR IGNORE relations SET {column}=? WHERE {column}=?", (key, fold))
+                conn.execute(f"DELETE FROM relations WHERE {column}=?", (fold,))  # one relation held under both
         conn.execute("UPDATE timed_facts SET subject=? WHERE subject=? AND kind='link'",
                      (FILE_SUBJECT + key, FILE_SUBJECT + fold))
         return renamed
@@ -633,28 +645,26 @@ class GraphWriter:
         """The lower-cased keys this extraction names (a ledger or document heading, a mention, a wikilink, a
         link said as current, a relation's end) that reach a file whose key keeps capitals: `architecture` ->
         `Architecture` when no concept holds `architecture` itself and exactly one file's key folds to it (two,
-        `API.md` and `Api.md`, leave it to neither: precision first). A graph of lower-case file names has no
-        `case_keys` row, and this costs one probe of that empty table."""
+        `API.md` and `Api.md`, leave it to neither: precision first). `case_keys`' folds are read once per
+        transaction; a graph of lower-case file names has none, and an artifact naming none reads nothing."""
         conn = self.conn
-        if conn.execute("SELECT 1 FROM case_keys LIMIT 1").fetchone() is None:
+        if self._folds is None:
+            self._folds = {fold for (fold,) in conn.execute("SELECT DISTINCT fold FROM case_keys")}
+        if not self._folds:
             return {}
-        keys: set[str] = set()
+        folds = self._folds
+        named: set[str] = set()
         for statement in extraction.statements:
-            keys.add(statement.concept)
-            keys.update(statement.mentions)
-            keys.update(statement.links)
-        for relation in extraction.relations:
-            keys.update((relation.src, relation.dst))
-        found: dict[str, list[tuple[str, int, str]]] = {}
-        for marks, chunk in in_chunks(sorted(keys)):
-            for fold, key, concept_id, concept_type in conn.execute(
-                    f"SELECT f.fold, c.key, c.id, c.type FROM case_keys f JOIN concepts c ON c.key = f.key "
-                    f"WHERE f.fold IN ({marks})", chunk):
-                found.setdefault(fold, []).append((key, concept_id, concept_type))
-        unique = {fold: hits[0] for fold, hits in found.items() if len(hits) == 1}
-        for marks, chunk in in_chunks(sorted(unique)):
-            for (held,) in conn.execute(f"SELECT key FROM concepts WHERE key IN ({marks})", chunk):
-                del unique[held]  # `architecture.md` itself, or a section kept apart: the exact key wins
+            named.update(k for k in (statement.concept, *statement.mentions, *statement.links) if k in folds)
+        named.update(k for relation in extraction.relations for k in (relation.src, relation.dst) if k in folds)
+        unique: dict[str, tuple[str, int, str]] = {}
+        for fold in sorted(named):  # rare: an artifact naming a capitalised file; fixed statements, no IN lists
+            if conn.execute("SELECT 1 FROM concepts WHERE key=?", (fold,)).fetchone() is not None:
+                continue  # `architecture.md` itself, or a section kept apart: the exact key wins
+            hits = conn.execute("SELECT c.key, c.id, c.type FROM case_keys f JOIN concepts c ON c.key = f.key "
+                                "WHERE f.fold=? LIMIT 2", (fold,)).fetchall()
+            if len(hits) == 1:
+                unique[fold] = (hits[0][0], hits[0][1], hits[0][2])
         return unique
 
     def _resolve_concept(self, statement: Statement, extraction: Extraction, ts: str) -> int:
@@ -664,13 +674,14 @@ class GraphWriter:
             known = {r[0]: (r[1], r[2]) for r in self.conn.execute(
                 f"SELECT key, id, type FROM concepts WHERE key IN ({marks}) AND type NOT IN ('section', 'ledger')",
                 statement.mentions)}
+            case = self._case
             for key in statement.mentions:
                 if key in known:
                     concept_id, concept_type = known[key]
                     self._types[concept_id] = concept_type
                     return concept_id
-                if key in self._case:  # names a file whose key keeps capitals (`Architecture.md`)
-                    _, concept_id, concept_type = self._case[key]
+                if case and key in case:  # names a file whose key keeps capitals (`Architecture.md`)
+                    _, concept_id, concept_type = case[key]
                     self._types[concept_id] = concept_type
                     return concept_id
         decl = next((d for d in extraction.concepts if d.key == statement.concept),

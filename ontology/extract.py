@@ -307,6 +307,19 @@ _FORGET_SECTION_RE = re.compile(
     re.IGNORECASE)
 
 
+# A line whose opening label says that what follows is no longer true ("Obsolete: X", "Wrong: X", "[outdated] X",
+# "No longer true: X", "【廃止】X"): a note marking a memory stale, or a feedback file's wrong way beside the right
+# one. Read as a claim, the label was one token more and X agreed with a file still saying X (ADR 0010, "Session
+# 14 (codex14)"). It states nothing. A label that the file as a whole is superseded ("SUPERSEDED by plan 8",
+# "HISTORICAL — …") is read as before (timeline.marker_of): this needs the colon or the brackets.
+_NOT_TRUE_LABEL_RE = re.compile(
+    r"^[\W_]{0,4}(?:obsolete|outdated|deprecated|superseded|stale|wrong|incorrect|false|invalid|retracted|"
+    r"no\s+longer\s+(?:true|valid|current|accurate|applies|the\s+case)|not\s+true|"
+    r"veraltet|überholt|falsch|obsolète|périmée?|faux|fausse|obsolet[oa]|desactualizad[oa]|incorrect[oa]|errado|"
+    r"устарело|неверно|廃止|古い|誤り|間違い|已废弃|已廢棄|已过时|已過時|错误|錯誤|폐기|틀림)"
+    r"\s*(?:[:：]|[\])）】」])\s*\S", re.IGNORECASE)
+
+
 def forget_request(text: str) -> bool:
     """Does a line ask to forget or delete a memory rather than state one?"""
     return _FORGET_RE.search(text) is not None  # English/European forms open the line; CJK ones may end it
@@ -330,7 +343,7 @@ def _statement_from_line(line: str) -> tuple[str, Proposition] | None:
     if prefix and (prefix.group(1) or prefix.group(2) or "").strip().lower() in SECTION_LABELS:
         line = line[prefix.end():]
     text = clean_markup(line).rstrip(" ;；")
-    if forget_request(text):
+    if forget_request(text) or _NOT_TRUE_LABEL_RE.match(text):
         return None
     if text.endswith(".") and not text.endswith(".."):
         text = text[:-1]

@@ -12,7 +12,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TypeVar
 
-SCHEMA_VERSION = 35  # 2: lsh is WITHOUT ROWID; 3: 15x4 LSH bands; 4: subsets (exact short near-dups);
+SCHEMA_VERSION = 36  # 2: lsh is WITHOUT ROWID; 3: 15x4 LSH bands; 4: subsets (exact short near-dups);
 # 5: evidence aggregates kept by delta (ontology/aggregate.py); 6: trigram indexes for CJK search
 # 7: memory_files (newest text of each memory file and of the index, for the projection)
 # 8: source identities fold NFC/NFD and case of file names; 9: NFC only, case kept (layout.name_key)
@@ -56,6 +56,8 @@ SCHEMA_VERSION = 35  # 2: lsh is WITHOUT ROWID; 3: 15x4 LSH bands; 4: subsets (e
 #     a graph where one stood as a second source of X is rebuilt (ADR 0010, "Session 14 (codex14)")
 # 35: wordings (each near-duplicate wording an assertion took, filed under its keys; an assertion merged into
 #     another by a wording bridging them): grouping independent of arrival order (ADR 0004, session 14)
+# 36: no DDL change: a line whose opening label says what follows is no longer true ("Obsolete: X", "[outdated]
+#     X", "Wrong: X") is no claim either; a graph where one confirmed X is rebuilt (ADR 0010, "Session 14 (codex14)")
 # A writer holding the lock is normal (one artifact at a time); wait for it rather than fail.
 BUSY_TIMEOUT_MS = 30_000
 WAL_AUTOCHECKPOINT_PAGES = 16_384

@@ -329,11 +329,14 @@ def test_a_request_to_forget_a_memory_confirms_nothing_and_states_nothing(onto):
                  "Wants commit messages in the imperative mood",
                  # the request as a label over a list, a heading over a section, a tag
                  "Feature flags live in `flags.yaml`", "The staging database is reset every Monday",
-                 "Pull requests need two approvals"):
+                 "Pull requests need two approvals",
+                 # a label saying that what follows is no longer true
+                 "Uses pnpm for the admin console", "Release notes go to the #releases channel"):
         assert [s.filename for s in claims[line].sources] == ["memory_summary.md"], (line, claims[line].sources)
     asked = [t for t in claims if any(w in t for w in ("Forget", "forget that", "Delete from memory", "Vergiss",
-                                                       "忘れて", "[delete]"))]
+                                                       "忘れて", "[delete]", "Obsolete", "[outdated]"))]
     assert asked == [], asked  # no request to drop a memory is a claim of its own either
     assert "They use spaces everywhere now" in claims  # what the note says beside the request stays
     assert "The staging database is reset every Sunday night" in claims  # its "## Add" section too
+    assert "Release notes go to the changelog page now" in claims  # the line after the stale one
     assert "Don't forget: run migrations before the integration tests" in claims  # a reminder is a claim

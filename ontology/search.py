@@ -13,7 +13,7 @@ import enum
 import math
 import re
 import sqlite3
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import combinations
 
 from ontology.evidence import Label
@@ -269,7 +269,12 @@ def search(conn: sqlite3.Connection, text: str, *, limit: int = 20, filters: Fil
     if not terms or limit < 1:
         return []
     if filters.concept and conn.execute("SELECT 1 FROM concepts WHERE key=?", (filters.concept,)).fetchone() is None:
-        raise SearchError(f"no concept {filters.concept!r}")
+        # `architecture` for `Architecture.md`: the one file whose key folds to it (ADR 0005, "Session 14 (case14)")
+        held = conn.execute("SELECT c.key FROM case_keys f JOIN concepts c ON c.key = f.key WHERE f.fold=? LIMIT 2",
+                            (filters.concept,)).fetchall()
+        if len(held) != 1:
+            raise SearchError(f"no concept {filters.concept!r}")
+        filters = replace(filters, concept=held[0][0])
     lists = (_ASSERTIONS,) if filters.status else (_CONCEPTS, _ASSERTIONS)
     found = _Collector(lists)
     for variant in script_variants(text):  # the query as written first: its hits keep their tier

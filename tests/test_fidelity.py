@@ -15,6 +15,7 @@ import pytest
 from ontology import queries
 from ontology.artifact import Channel
 from ontology.ingest import Ontology
+from ontology.search import Filters, search
 from projection.mount import ingest_host_files, mount, unmount
 from support.fuse_helpers import unmount as force_unmount
 from projection.render import ConceptLine, MemorySnapshot, render_memory
@@ -282,6 +283,7 @@ def test_through_the_mount_a_capitalised_file_is_reached_by_a_heading_a_mention_
     with onto.reader() as conn:
         linked = queries.concept(conn, "Architecture")["relations"]
         asked = queries.concept(conn, "architecture")  # kg_concept by the name a heading or wikilink says
+        searched = search(conn, "Valkey", filters=Filters(concept="architecture"))  # kg_search's concept filter
     onto.close()
     mount(tmp_path / "K", "notes", slot, state_dir=tmp_path / "state")
     try:
@@ -302,6 +304,7 @@ def test_through_the_mount_a_capitalised_file_is_reached_by_a_heading_a_mention_
     assert "queue: Beanstalk ⟨kg: 1 disputed⟩" in index, index  # the index line's mark, as before harm14
     assert {"concept": "invoice-runs", "kind": "wikilink"} in [dict(r) for r in linked["in"]], linked
     assert asked is not None and asked["key"] == "Architecture", asked
+    assert [h.concept for h in searched] == ["Architecture"], searched
 
 
 @requires_fuse

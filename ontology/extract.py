@@ -525,8 +525,11 @@ def _reading(unit: _Unit, memory: bool) -> _Reading | None:
         return (text, prop, identifiers, revised, found, identifier_facts(identifiers, text, unit.heading_date), links,
                 when, (), None)
     concept = concept_key(section) if section else None
+    mentions = _mentions(line)
+    if section and section != section.lower():  # "## Deploy" names `Deploy.md` beside `deploy.md` (its key, case
+        mentions += (file_key(section),)  # kept): last, after what the line itself names (ADR 0005, case14)
     return (text, prop, identifiers, revised, found, identifier_facts(identifiers, text, unit.heading_date), links, when,
-            _mentions(line), concept)
+            mentions, concept)
 
 
 def _statements(units: list[_Unit], fixed_concept: str | None, default: str) -> tuple[list[Statement], bool]:

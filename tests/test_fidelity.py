@@ -308,8 +308,40 @@ def test_through_the_mount_a_capitalised_file_is_reached_by_a_heading_a_mention_
 
 
 @requires_fuse
+def test_through_the_mount_a_heading_reaches_the_twin_written_in_its_case(tmp_path):
+    """`Deploy.md` and `deploy.md` are two files: a ledger's "## Deploy" section is about the first, its
+    "## deploy" section about the second, and neither file shows the other's (case14)."""
+    slot = tmp_path / "memory"
+    slot.mkdir()
+    host = {"Deploy.md": "---\nname: Deploy\ndescription: how the web app ships\ntype: project\n---\n"
+                         "- The web app ships through the blue-green pipeline on Tuesdays.\n",
+            "deploy.md": "---\nname: deploy\ndescription: the cron box rollout\ntype: project\n---\n"
+                         "- The cron box is patched by hand on Fridays.\n"}
+    for name, text in host.items():
+        (slot / name).write_text(text, encoding="utf-8")
+    onto = Ontology(tmp_path / "K", "notes", create=True)
+    ingest_host_files(onto, slot)
+    onto.ingest("2026-03-09T0900Z_e001.md", _ledger_entry("t1", "2026-03-09",
+                "## Deploy\n- The canary stage holds five percent of traffic for an hour.\n"
+                "## deploy\n- The cron box reboots after each kernel patch.\n"), Channel.CLI)
+    onto.close()
+    mount(tmp_path / "K", "notes", slot, state_dir=tmp_path / "state")
+    try:
+        names = sorted(os.listdir(slot))
+        texts = {name: _cat(slot / name) for name in host}
+    finally:
+        unmount(slot, tmp_path / "state")
+    assert [n for n in names if n.casefold() == "deploy.md"] == ["Deploy.md", "deploy.md"], names
+    canary, reboot = "The canary stage holds five percent", "The cron box reboots after each kernel patch"
+    assert texts["Deploy.md"].startswith(host["Deploy.md"]) and texts["deploy.md"].startswith(host["deploy.md"])
+    assert canary in texts["Deploy.md"] and reboot not in texts["Deploy.md"], texts["Deploy.md"]
+    assert reboot in texts["deploy.md"] and canary not in texts["deploy.md"], texts["deploy.md"]
+    assert "blue-green" not in texts["deploy.md"] and "by hand" not in texts["Deploy.md"], texts
+
+
+@requires_fuse
 def test_through_the_mount_a_heading_two_capitalised_files_share_but_for_case_reaches_neither(tmp_path):
-    """`API.md` and `Api.md` are two files; a ledger's "## API" names either, so its lines go to neither
+    """`API.md` and `Api.md` are two files; a ledger's "## api" names either, so its lines go to neither
     file's appendix (precision first), and its section gets no page `api.md` beside them: a third file
     named like both but for case, the same name as each on a case-blind disk (case14)."""
     slot = tmp_path / "memory"
@@ -323,7 +355,7 @@ def test_through_the_mount_a_heading_two_capitalised_files_share_but_for_case_re
     onto = Ontology(tmp_path / "K", "notes", create=True)
     ingest_host_files(onto, slot)
     onto.ingest("2026-03-09T0900Z_e001.md", _ledger_entry("t1", "2026-03-09",
-                "## API\n- Rate limits are counted per token, not per address.\n"), Channel.CLI)
+                "## api\n- Rate limits are counted per token, not per address.\n"), Channel.CLI)
     onto.close()
     mount(tmp_path / "K", "notes", slot, state_dir=tmp_path / "state")
     try:

@@ -36,8 +36,10 @@ def _oracle(units: list[ex._Unit], fixed_concept: str | None, default: str) -> t
                                     facts=found, links=links, date=when))
         else:
             concept = ex.concept_key(unit.section) if unit.section else default
-            out.append(ex.Statement(text, prop, concept, ex._mentions(unit.text), identifiers, revised, found,
-                                    links, when))
+            mentions = ex._mentions(unit.text)
+            if unit.section and unit.section != unit.section.lower():  # "## Deploy" names `Deploy.md` (case14)
+                mentions += (ex.file_key(unit.section),)
+            out.append(ex.Statement(text, prop, concept, mentions, identifiers, revised, found, links, when))
     return ex._paired(ex._undone_upgrades(ex._undone_removals(out))), False
 
 

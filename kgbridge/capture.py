@@ -25,6 +25,7 @@ from kgbridge.deliver import DrainReport, Outcome, SendOutcome, drain, enqueue, 
 from kgbridge.detect import Detection, Transport, backend_token, behind_fuse, detect
 from kgbridge.project import Harness, Project, codex_memories, resolve, vetoed
 from kgbridge.state import Delivered, ProjectState, StateUnusable, state_root
+from ontology.atomic import atomic_write
 from ontology.layout import (MAX_ARTIFACT_BYTES, drop_name, knowledge_root, memory_source, ontology_paths,
                              split_drop_name)
 from projection.mounts import fuse_mounts
@@ -495,8 +496,14 @@ def _in_file_style(old: str, actual: str, new: str) -> str:
     return "".join(chars)
 
 
+class EditNotApplied(ValueError):
+    """An Edit's old_string is not in the text it is applied to: Claude Code applies none of such an edit
+    (nor of a MultiEdit with one such), and says so; so do we."""
+
+
 def intended_content(tool: str, tool_input: dict, current: str) -> str | None:
-    """What a Write/Edit/MultiEdit would have left in the file, applied as Claude Code applies it."""
+    """What a Write/Edit/MultiEdit would have left in the file, applied as Claude Code applies it;
+    `EditNotApplied` when an old_string is not in the text."""
     if tool == "Write":
         content = tool_input.get("content")
         return content if isinstance(content, str) else None
@@ -510,11 +517,18 @@ def intended_content(tool: str, tool_input: dict, current: str) -> str | None:
             text = new
             continue
         actual = _actual_old(text, old)
+        if actual not in text:
+            raise EditNotApplied(f"old_string “{_clip(old)}” is not in its current text")
         new = _in_file_style(old, actual, new)
         if new == "" and not actual.endswith("\n") and actual + "\n" in text:
             actual += "\n"  # deleting a line takes its line break with it
         text = text.replace(actual, new) if edit.get("replace_all") else text.replace(actual, new, 1)
     return text
+
+
+def _clip(text: str, limit: int = 120) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 def _read_topic(path: Path, timeout: float) -> str:
@@ -592,6 +606,9 @@ def apply_pending_edits(project: Project, timeout: float) -> str | None:
             else:
                 tool = record["tool"]
                 current = "" if tool == "Write" and target.name != "MEMORY.md" else _read_topic(target, timeout)
+                shown = current
+                if tool != "Write":
+                    current = _after_last_edit(state, target.name, current)
                 full_index = whole_index = None
                 if target.name == "MEMORY.md" or _may_be_whole_index(target):
                     index = current if target.name == "MEMORY.md" else _read_topic(target.with_name("MEMORY.md"),
@@ -601,10 +618,20 @@ def apply_pending_edits(project: Project, timeout: float) -> str | None:
                         full_index = _read_topic(target.with_name(whole_index), timeout)  # the view was cut
                 content = _edited_content(project, target, tool, record["tool_input"], current, full_index,
                                           whole_index)
+                if tool != "Write" and content is not None and content == _edited_content(
+                        project, target, "Write", {"content": current}, current, full_index, whole_index):
+                    raise EditNotApplied("it changed only lines kgbridge adds to what the mount shows (the evidence "
+                                         "appendix, ⟨kg: …⟩ marks, header, disputed section or footer), which are "
+                                         "not the file's own")
+                if content is not None:
+                    _remember_edit(state, target.name, shown, intended_content(tool, record["tool_input"], current))
                 if _may_be_whole_index(target):  # the hook could not tell which file this write replaces
                     _keep_host_copy_back(state, _saved_name(target, whole_index))
         except TimedOut as exc:
             return f"projection did not answer: {exc}"
+        except EditNotApplied as exc:
+            _keep_unapplied(state, record, str(exc))
+            content = None
         except (OSError, ValueError, KeyError, TypeError) as exc:
             log(f"dropped pending edit {item.name}: {exc}")
             content = None
@@ -615,6 +642,70 @@ def apply_pending_edits(project: Project, timeout: float) -> str | None:
         except OSError as exc:
             return f"cannot queue a pending edit: {exc.strerror or exc}"
     return None
+
+
+def _edited_path(state: ProjectState, name: str) -> Path:
+    return state.edited / (name.encode("utf-8", "surrogateescape").hex()[:200] + ".json")
+
+
+def _after_last_edit(state: ProjectState, name: str, shown: str) -> str:
+    """The text an edit of `name` applies to: what the mount shows, unless it still shows the text the last
+    edit through it was applied to (that edit is on its way in): then what that edit gave, so two edits in a
+    row both count and the second is not applied to the text before the first."""
+    try:
+        last = json.loads(_edited_path(state, name).read_bytes())
+        if last.get("shown") == shown and isinstance(last.get("gave"), str):
+            return last["gave"]
+    except (OSError, ValueError, AttributeError):
+        pass
+    return shown
+
+
+def _remember_edit(state: ProjectState, name: str, shown: str, gave: str | None) -> None:
+    try:
+        if gave is not None:
+            atomic_write(_edited_path(state, name), json.dumps({"shown": shown, "gave": gave},
+                                                                ensure_ascii=False).encode("utf-8", "surrogateescape"))
+    except OSError as exc:
+        log(f"could not keep the text an edit of {name} gave ({exc.strerror or exc})")
+
+
+def _keep_unapplied(state: ProjectState, record: dict, why: str) -> None:
+    """An edit that did not apply: kept with the agent's text (nothing of it saved), told at its next write."""
+    from ontology.clock import utc_now
+
+    name = Path(str(record.get("target", ""))).name
+    log(f"edit of {name} not applied: {why}")
+    try:
+        state.put_unapplied({**record, "why": why, "at": utc_now()})
+    except OSError as exc:
+        log(f"could not keep the unapplied edit of {name} ({exc.strerror or exc})")
+
+
+def unapplied_report(state: ProjectState) -> str:
+    """What the agent has not been told yet: its edits through the mount that did not apply. Each is then
+    marked told (its record, with the agent's text, stays in the state directory)."""
+    try:
+        items = state.untold_unapplied()
+    except StateUnusable:
+        return ""
+    said = []
+    for item in items:
+        try:
+            record = json.loads(item.read_bytes())
+            tool_input = record.get("tool_input") or {}
+            edits = tool_input.get("edits") if isinstance(tool_input.get("edits"), list) else [tool_input]
+            news = "; ".join(f"“{_clip(str(e.get('new_string', '')), 160)}”" for e in edits if isinstance(e, dict))
+            said.append(f"{record.get('tool', 'Edit')} of {Path(str(record.get('target', ''))).name} at "
+                        f"{str(record.get('at', ''))[:19]} ({record.get('why', 'not applied')}); its new text {news} "
+                        f"is kept in {item.with_suffix('.told')}")
+            os.replace(item, item.with_suffix(".told"))
+        except (OSError, ValueError, AttributeError):
+            continue
+    if not said:
+        return ""
+    return ("NOT APPLIED, nothing of it saved: " + " | ".join(said) + ". Read the file again and redo the edit "
+            "against its current text. ")
 
 
 def redirect_write(payload: dict, project: Project) -> dict | None:
@@ -651,12 +742,20 @@ def redirect_write(payload: dict, project: Project) -> dict | None:
         spawn_worker(str(project.root), Harness.CLAUDE, state=state)
         if not _may_be_whole_index(target):
             _keep_host_copy_back(state, target.name)
-        return _deny(f"Saved to the kgbridge outbox instead: this memory directory is kgbridge's read-only "
-                     f"projection. The edit of {target.name} is applied to its current text and delivered in "
-                     f"the background; MEMORY.md and the topic files show the result.")
+        # Not "saved": the edit is applied to the file's current text only after this answer (the hook never
+        # waits on the mount), and one whose old_string is no longer there saves nothing (write14).
+        return _deny(f"{unapplied_report(state)}Queued for kgbridge: this memory directory is kgbridge's read-only "
+                     f"projection. The {tool} of {target.name} is applied to its current text in the background, "
+                     f"as {tool} would apply it, and delivered; MEMORY.md and the topic files show the result once it "
+                     f"is in. If its old_string is no longer in that text (or only in lines kgbridge adds), nothing "
+                     f"is saved, and your next write here says so.")
     content = _edited_content(project, target, tool, tool_input, "")
     if content is None:
         return None
+    try:
+        _edited_path(state, target.name).unlink(missing_ok=True)  # the next edit applies to this, once it is in
+    except OSError:
+        pass
     outcome = hand_over(state, local_drop_dir(project), "memory", _saved_name(target), content.encode("utf-8"),
                         state.delivered())
     if outcome is Outcome.OUTBOX:
@@ -667,7 +766,7 @@ def redirect_write(payload: dict, project: Project) -> dict | None:
     _keep_host_copy_back(state, _saved_name(target))
     where = "the knowledge graph" if outcome in (Outcome.DELIVERED, Outcome.SEEN) else \
         "the kgbridge outbox (delivered in the background)"
-    return _deny(f"Saved to {where} instead: this memory directory is kgbridge's read-only projection. "
+    return _deny(f"{unapplied_report(state)}Saved to {where} instead: this memory directory is kgbridge's read-only projection. "
                  f"{target.name} will be merged and weighed against what other sessions said; MEMORY.md and "
                  f"the topic files show the result (also MCP kg_search / kg_concept).")
 

@@ -137,6 +137,12 @@ class ProjectState:
         self.retry_file = self.dir / "retry.json"
         self.rescan_marker = self.dir / "rescan-requested"  # + `.<harness>`: whose memory to rescan
         self.edits = self.dir / "edits"  # PreToolUse edits of the mounted slot the mount was too slow for
+        # Edits of the mounted slot that did not apply (old_string not in the current text): kept with the agent's
+        # text, told at its next write there (`.json` until told, then `.told`).
+        self.unapplied = self.dir / "unapplied"
+        # Per memory file, the last edit applied through the mount: the text it was applied to and the text it
+        # gave, so the next edit builds on it while the mount still shows the text before it.
+        self.edited = self.dir / "edited"
         self.lock_path = self.dir / "deliver.lock"
         self.worker_lock_path = self.dir / "worker.lock"
 
@@ -211,6 +217,14 @@ class ProjectState:
 
     def edit_items(self) -> list[Path]:
         return sorted(self.edits / name for name in _listing(self.edits))
+
+    def put_unapplied(self, record: dict[str, object]) -> Path:
+        target = self.unapplied / f"{time.time_ns():020d}-{os.getpid()}.json"
+        atomic_write(target, json.dumps(record, ensure_ascii=False, indent=1).encode("utf-8", "surrogateescape"))
+        return target
+
+    def untold_unapplied(self) -> list[Path]:
+        return sorted(self.unapplied / name for name in _listing(self.unapplied) if name.endswith(".json"))
 
     def refuse(self, item: OutboxItem, answer: dict[str, object]) -> Path:
         """Move a permanently refused item to `refused/`, its answer beside it (answer first, so an

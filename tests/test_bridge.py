@@ -51,6 +51,19 @@ def test_an_edit_is_applied_to_the_mounted_text_as_claude_code_applies_it(edit, 
     assert intended_content("Edit", edit, before) == after
 
 
+def test_an_edit_whose_old_string_is_nowhere_applies_none_of_itself():
+    """write14: Claude Code applies none of an Edit (or MultiEdit) one of whose old_strings is not in the file,
+    and says so. Applied here as `str.replace`, the found half of a MultiEdit was saved and the rest dropped."""
+    from kgbridge.capture import EditNotApplied, intended_content
+
+    before = "- Deploy on Tuesdays.\n- Tag releases v1.x.\n"
+    with pytest.raises(EditNotApplied):
+        intended_content("MultiEdit", {"edits": [{"old_string": "Tuesdays", "new_string": "Wednesdays"},
+                                                 {"old_string": "Tag releases v2.x", "new_string": "Tag v3"}]}, before)
+    with pytest.raises(EditNotApplied):
+        intended_content("Edit", {"old_string": "Fridays", "new_string": "Mondays"}, before)
+
+
 def test_slug_and_root_are_stable_through_symlinks(tmp_path, monkeypatch):
     repo = tmp_path / "My Repo_2"
     (repo / ".git").mkdir(parents=True)

@@ -210,6 +210,46 @@ def _running(pid: int) -> bool:
         return False
 
 
+def _pre_tool_use(bridge: BridgeEnv, tool: str, target: Path, **tool_input: object) -> str:
+    payload = {"session_id": "s1", "cwd": str(bridge.project), "hook_event_name": "PreToolUse", "tool_name": tool,
+               "tool_input": {"file_path": str(target), **tool_input}}
+    decision = json.loads(bridge.hook(payload).stdout)["hookSpecificOutput"]
+    assert decision["permissionDecision"] == "deny"
+    return decision["permissionDecisionReason"]
+
+
+@pytest.mark.parametrize("old", ["The user prefers tabs and a 100-column limit.", "## Evidence from other sources (kgbridge)"])
+def test_an_edit_that_does_not_apply_saves_nothing_and_the_agent_is_told(env, old):
+    """write14: Claude Code refuses an Edit whose old_string is not in the file before any hook runs (seen with
+    the pinned binary), so one reaches us only when the text changed after its check, or when it matched only
+    our appendix or marks. Such an edit was delivered as a version equal to the old one, the agent having been
+    told it was saved. Now nothing is delivered, the edit is kept, and the agent's next write there says so."""
+    bridge, _ = env
+    reason = _pre_tool_use(bridge, "Edit", bridge.memory_dir / "testing-real-db.md", old_string=old,
+                           new_string="The words the agent meant to keep.")
+    assert "Saved" not in reason and "nothing is saved" in reason
+    assert bridge.cli("flush").returncode == 0
+    assert drops(bridge.ingest) == []
+    told = _pre_tool_use(bridge, "Write", bridge.memory_dir / "ci-notes.md", content="- CI caches pip wheels.\n")
+    assert told.startswith("NOT APPLIED") and "testing-real-db.md" in told and "The words the agent meant to keep." in told
+    assert "NOT APPLIED" not in _pre_tool_use(bridge, "Write", bridge.memory_dir / "ci-notes.md", content="- CI.\n")
+    kept = list((bridge.state / "shop" / "unapplied").iterdir())
+    assert len(kept) == 1 and "The words the agent meant to keep." in kept[0].read_text()
+
+
+def test_two_edits_in_a_row_both_count_before_the_first_is_in(env):
+    """write14: the worker applied each Edit to what the mount showed; a second Edit applied before the first
+    was ingested was applied to the text before the first, so the first edit was lost."""
+    bridge, _ = env
+    target = bridge.memory_dir / "host-note.md"
+    _pre_tool_use(bridge, "Edit", target, old_string="prefers tabs", new_string="prefers spaces")
+    assert bridge.cli("flush").returncode == 0
+    _pre_tool_use(bridge, "Edit", target, old_string="The user prefers", new_string="The whole team prefers")
+    assert bridge.cli("flush").returncode == 0
+    saved = [p.read_text() for p in drops(bridge.ingest) if p.name.endswith(".host-note.md")]
+    assert saved[-1].endswith("The whole team prefers spaces.\n"), saved
+
+
 def _hook_processes(state: Path) -> list[int]:
     """Pids of `python -m kgbridge.hook` processes (a hook, or a child forked from one; not a
     worker: those carry `--drain`/`--worker`) running for the bridge whose state dir is `state`."""

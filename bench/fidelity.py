@@ -191,7 +191,7 @@ def check(folder: Path, work: Path, through_mount: bool) -> Folder:
             if name == MEMORY_NAME:
                 _memory(r, orig, _lines(shown.decode("utf-8", "replace")))
             else:
-                _topic(r, name, orig, shown.decode("utf-8", "replace"))  # a file that is not UTF-8 is served as is
+                _topic(r, name, orig, _text(shown))  # compared as the original is: BOM and CRLF read as the agent does
             author = len(_text(data).encode())
             r.bytes_added += max(0, len(shown) - author)
         named = full_index_named((read(MEMORY_NAME) or b"").decode("utf-8", "replace"))

@@ -508,7 +508,13 @@ def intended_content(tool: str, tool_input: dict, current: str) -> str | None:
         content = tool_input.get("content")
         return content if isinstance(content, str) else None
     edits = tool_input.get("edits") if tool == "MultiEdit" else [tool_input]
-    text = current
+    # Claude Code edits a file's text without its byte-order mark and with LF line ends, then writes the mark
+    # back and the line ends it found (CRLF where most lines end so): an edit changes only what it changes.
+    bom = "\ufeff" if current.startswith("\ufeff") else ""
+    text = current[len(bom):]
+    crlf = text.count("\r\n") * 2 > text.count("\n")
+    if crlf:
+        text = text.replace("\r\n", "\n")
     for edit in edits if isinstance(edits, list) else []:
         old, new = edit.get("old_string"), edit.get("new_string")
         if not isinstance(old, str) or not isinstance(new, str):
@@ -523,7 +529,7 @@ def intended_content(tool: str, tool_input: dict, current: str) -> str | None:
         if new == "" and not actual.endswith("\n") and actual + "\n" in text:
             actual += "\n"  # deleting a line takes its line break with it
         text = text.replace(actual, new) if edit.get("replace_all") else text.replace(actual, new, 1)
-    return text
+    return bom + (text.replace("\n", "\r\n") if crlf else text)
 
 
 def _clip(text: str, limit: int = 120) -> str:
@@ -580,7 +586,8 @@ def _edited_content(project: Project, target: Path, tool: str, tool_input: dict,
     # the projection's evidence appendix), as the next version of that same file.
     from projection.topic import topic_to_memory  # only writes to the mounted slot pay for it
 
-    return topic_to_memory(current, content, memory_source(project.slug, target.name)) or content
+    saved = topic_to_memory(current, content, memory_source(project.slug, target.name))
+    return content if saved is None else saved  # "": the agent emptied the file's own text
 
 
 def apply_pending_edits(project: Project, timeout: float) -> str | None:
@@ -601,7 +608,8 @@ def apply_pending_edits(project: Project, timeout: float) -> str | None:
                 from projection.topic import strip_appendix  # only a rename in the mounted slot pays for it
 
                 topic = _read_topic(source, timeout)
-                moved = (strip_appendix(topic) or topic).encode("utf-8")
+                own = strip_appendix(topic)
+                moved = (topic if own is None else own).encode("utf-8")
                 content = forgetting.move(source.name, target.name, moved, record["at"]).decode("utf-8")
             else:
                 tool = record["tool"]

@@ -64,3 +64,6 @@ class Artifact:
     memory_type: str | None = None
     notes: tuple[str, ...] = field(default=())  # parse warnings (fallbacks used), kept for provenance
     moved_from: str | None = None  # a move: the source identity this memory file carried before (ADR 0012)
+    # The bytes as written when they are not the UTF-8 of `text` (a byte-order mark, CRLF line ends, another
+    # encoding): the projection serves a memory file as its author wrote it (ADR 0005, "Session 14 (write14)").
+    raw: bytes | None = field(default=None, repr=False, compare=False)

@@ -389,4 +389,6 @@ def _parse(ontology: str, original: str, data: bytes, hint: Kind | None) -> Arti
         description=_field(meta, "description"),
         memory_type=memory_type,
         notes=notes,
+        # UTF-8 only: a file in another encoding is shown in UTF-8, which the agent's tools read and write.
+        raw=data if kind in (Kind.MEMORY, Kind.MEMORY_INDEX) and encoding is None and data != text.encode() else None,
     )

@@ -12,7 +12,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TypeVar
 
-SCHEMA_VERSION = 36  # 2: lsh is WITHOUT ROWID; 3: 15x4 LSH bands; 4: subsets (exact short near-dups);
+SCHEMA_VERSION = 37  # 2: lsh is WITHOUT ROWID; 3: 15x4 LSH bands; 4: subsets (exact short near-dups);
 # 5: evidence aggregates kept by delta (ontology/aggregate.py); 6: trigram indexes for CJK search
 # 7: memory_files (newest text of each memory file and of the index, for the projection)
 # 8: source identities fold NFC/NFD and case of file names; 9: NFC only, case kept (layout.name_key)
@@ -58,6 +58,8 @@ SCHEMA_VERSION = 36  # 2: lsh is WITHOUT ROWID; 3: 15x4 LSH bands; 4: subsets (e
 #     another by a wording bridging them): grouping independent of arrival order (ADR 0004, session 14)
 # 36: no DDL change: a line whose opening label says what follows is no longer true ("Obsolete: X", "[outdated]
 #     X", "Wrong: X") is no claim either; a graph where one confirmed X is rebuilt (ADR 0010, "Session 14 (codex14)")
+# 37: memory_files.raw: a memory file's (and the index's) bytes as written when they are not the UTF-8 of its
+#     text (BOM, CRLF); the projection serves those bytes (ADR 0005, "Session 14 (write14)")
 # A writer holding the lock is normal (one artifact at a time); wait for it rather than fail.
 BUSY_TIMEOUT_MS = 30_000
 WAL_AUTOCHECKPOINT_PAGES = 16_384
@@ -212,9 +214,10 @@ CREATE TABLE IF NOT EXISTS relations(
 CREATE INDEX IF NOT EXISTS relations_dst ON relations(dst);
 -- The newest version of each memory file and of the MEMORY.md index, as written (decoded text), so
 -- the projection shows the author's own words under the file's own name. concept is NULL for the index.
+-- raw: the bytes as written, when they are not the UTF-8 of text (BOM, CRLF, another encoding), else NULL.
 CREATE TABLE IF NOT EXISTS memory_files(
   filename TEXT PRIMARY KEY, kind TEXT NOT NULL, concept TEXT, source_id INTEGER NOT NULL,
-  artifact_id INTEGER NOT NULL, timestamp TEXT NOT NULL, text TEXT NOT NULL);
+  artifact_id INTEGER NOT NULL, timestamp TEXT NOT NULL, text TEXT NOT NULL, raw BLOB);
 CREATE INDEX IF NOT EXISTS memory_files_concept ON memory_files(concept);
 -- Concept keys with capitals (a memory file named `Architecture.md`: extract.file_key) under their lower-cased
 -- key (extract.fold_key): a ledger heading, a mention or a wikilink says `architecture` and reaches the file

@@ -563,8 +563,9 @@ class GraphWriter:
         """The newest version of a memory file (or the index) is what the projection shows verbatim."""
         concept = extraction.concepts[0].key if artifact.kind is Kind.MEMORY and extraction.concepts else None
         self.conn.execute("INSERT OR REPLACE INTO memory_files(filename, kind, concept, source_id, artifact_id, "
-                          "timestamp, text) VALUES(?,?,?,?,?,?,?)",
-                          (artifact.filename, artifact.kind.value, concept, source_id, artifact_id, ts, artifact.text))
+                          "timestamp, text, raw) VALUES(?,?,?,?,?,?,?,?)",
+                          (artifact.filename, artifact.kind.value, concept, source_id, artifact_id, ts, artifact.text,
+                           artifact.raw))
 
     def _upsert_concept(self, decl: ConceptDecl, ts: str) -> int:
         last = self._upserted.get(decl.key)

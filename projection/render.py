@@ -282,7 +282,7 @@ def render_memory(snap: MemorySnapshot, max_lines: int = MAX_LINES, max_size: in
             index = snap.host_index.replace("\r\n", "\n").lstrip("\ufeff").strip()
             loaded = native_load(index)
             if len(loaded) == index.count("\n") + 1 and sum(utf8_bytes(line) + 1 for line in loaded) > max_size:
-                return "\n".join(loaded) + "\n"
+                return snap.host_index  # as written, to the last byte (write14); the view serves its bytes
         return _render_with_index(snap, max_lines, max_size, measure)
     return _render_ranked(snap, max_lines, max_size, measure)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import sqlite3
 import unicodedata
+from dataclasses import replace
 from collections.abc import Iterable, Sequence
 from pathlib import Path, PurePosixPath
 from urllib.parse import unquote
@@ -106,6 +107,13 @@ def _paged(conn: sqlite3.Connection, keys: Sequence[str]) -> set[str]:
         out.update(r[0] for r in conn.execute(f"SELECT c.key FROM concepts c WHERE c.key IN ({marks}) AND {_HELD_UNSHOWN}",
                                               chunk))
     return out
+
+
+def host_index_bytes(conn: sqlite3.Connection) -> bytes | None:
+    """The newest MEMORY.md the host wrote, its bytes as written (BOM, CRLF and all), or None."""
+    row = conn.execute("SELECT text, raw FROM memory_files WHERE kind = 'memory_index' AND filename = ?",
+                       (MEMORY_NAME,)).fetchone()
+    return None if row is None else bytes(row[1]) if row[1] is not None else row[0].encode("utf-8")
 
 
 def host_index(conn: sqlite3.Connection) -> str | None:
@@ -288,11 +296,14 @@ def memory_topics(conn: sqlite3.Connection, filenames: Sequence[str]) -> dict[st
     """`memory_topic` of each of `filenames` that is a memory file, in a fixed number of set queries
     (a listing of thousands of files must not cost a dozen queries per file)."""
     files: dict[str, tuple[str, int, str, str]] = {}  # filename -> (concept key, source id, text, identity)
+    raws: dict[str, bytes] = {}  # filename -> its bytes as written, where they are not the UTF-8 of its text
     for marks, chunk in in_chunks(sorted(set(filenames))):
-        for name, key, source_id, text, identity in conn.execute(
-                f"""SELECT m.filename, m.concept, m.source_id, m.text, s.identity FROM memory_files m
+        for name, key, source_id, text, identity, raw in conn.execute(
+                f"""SELECT m.filename, m.concept, m.source_id, m.text, s.identity, m.raw FROM memory_files m
                     JOIN sources s ON s.id = m.source_id WHERE m.kind = 'memory' AND m.filename IN ({marks})""", chunk):
             files[name] = (key, source_id, text, identity)
+            if raw is not None:
+                raws[name] = bytes(raw)
     if not files:
         return {}
     sources = sorted({f[1] for f in files.values()})
@@ -332,9 +343,9 @@ def memory_topics(conn: sqlite3.Connection, filenames: Sequence[str]) -> dict[st
     # file) is an intermediate version: (intermediate, later, file) pairs, so only the latest is shown.
     revised = {(u.older_id, u.newer_id, u.source) for u in queries.updates(
         conn, older={u.newer_id for us in superseding.values() for u in us if u.newer_id is not None})}
-    return {name: _memory_topic(name, key, text, identity, own.get(source_id, set()) | about.get(key, set()),
-                                texts, evidence, superseding, versions.get(source_id, []), dropped.get(source_id, {}),
-                                revised)
+    return {name: replace(_memory_topic(name, key, text, identity, own.get(source_id, set()) | about.get(key, set()),
+                                        texts, evidence, superseding, versions.get(source_id, []),
+                                        dropped.get(source_id, {}), revised), raw=raws.get(name))
             for name, (key, source_id, text, identity) in files.items()}
 
 

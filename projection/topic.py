@@ -57,6 +57,7 @@ class MemoryTopic:
     versions: list[tuple[int, str]] = field(default_factory=list)  # (version, date), newest first
     dropped: list[tuple[int, str]] = field(default_factory=list)  # claims earlier versions made, no longer made
     own_claims: int = 0  # claims no other source speaks to
+    raw: bytes | None = None  # the file's bytes as written, where they are not the UTF-8 of `text` (BOM, CRLF)
 
 
 def _quote(text: str) -> str:
@@ -68,7 +69,7 @@ def render_memory_topic(t: MemoryTopic) -> str:
     speaks to, in its only version, is shown exactly as written (a line saying so would be noise)."""
     if not t.voices and len(t.versions) <= 1:
         return t.text
-    lines = [t.text.rstrip("\n"), "", APPENDIX_MARKER]
+    lines = [APPENDIX_MARKER]
     if t.voices:
         lines.append("## Evidence from other sources (kgbridge)")
     for v in t.voices[:MAX_VOICES]:
@@ -84,15 +85,34 @@ def render_memory_topic(t: MemoryTopic) -> str:
         # `CoreSync`" -> "Sam keeps `CoreSync` and its Kotlin port") is not one it no longer says.
         withdrawn = [(n, text) for n, text in t.dropped if text not in t.text]
         lines += [f"- no longer says (since v{n}): {_quote(text)}" for n, text in withdrawn[:MAX_DROPPED]]
-    return "\n".join(lines) + "\n"
+    # The file's text exactly as written, then one line break before the appendix: a blank line when the file
+    # ends with its own, none when it ends without one, so `strip_appendix` gives back exactly the file (write14).
+    return t.text + "\n" + "\n".join(lines) + "\n"
+
+
+def memory_topic_bytes(t: MemoryTopic) -> bytes:
+    """The topic file's bytes: the memory file as its author wrote it (a byte-order mark, CRLF line ends and
+    a missing final newline kept), then the appendix, in the file's line ends."""
+    shown = render_memory_topic(t)
+    if t.raw is None:
+        return shown.encode("utf-8")
+    if shown == t.text:
+        return t.raw
+    try:
+        own = t.raw.decode("utf-8")
+    except UnicodeDecodeError:  # another encoding: what it says, in UTF-8, as before
+        return shown.encode("utf-8")
+    return (own + shown[len(t.text):].replace("\n", "\r\n" if "\r\n" in own else "\n")).encode("utf-8")
 
 
 def strip_appendix(text: str) -> str | None:
-    """The memory file an agent's view of a topic file stands for, or None if it has no appendix."""
+    """The memory file an agent's view of a topic file stands for, or None if it has no appendix: what is
+    above the marker but the one line break `render_memory_topic` put there."""
     at = text.rfind(APPENDIX_MARKER)
     if at < 0:
         return None
-    return text[:at].rstrip("\n") + "\n"
+    head = text[:at]
+    return head[:-2] if head.endswith("\r\n") else head[:-1] if head.endswith("\n") else head
 
 
 def render_topic(concept: dict, files: dict[str, str] | None = None) -> str:

@@ -20,8 +20,9 @@ from ontology import queries
 from ontology.ingest import Ontology
 from projection.render import FULL_INDEX_NAME, full_index_name, index_cut, render_memory
 from projection.snapshot import (FORGOTTEN_FILES, MEMORY_NAME, PAGED_CONCEPTS, beside_a_file, forgotten_keys,
+                                 host_index_bytes,
                                  graph_version, memory_files, memory_snapshot, memory_topics)
-from projection.topic import render_memory_topic, render_topic
+from projection.topic import memory_topic_bytes, render_topic
 
 
 # The cache key of the author's whole index: never a file's name, so no file of the folder can be served it.
@@ -150,12 +151,16 @@ class ProjectionView:
                 text = render_memory(snap)
                 data = text.encode("utf-8")
                 cut = snap.host_index is not None and index_cut(text)
-                self._cache[_WHOLE] = (snap.host_index or "").encode("utf-8") if cut else b""
+                verbatim = snap.host_index is not None and text == snap.host_index  # nothing of ours added
+                # The author's index as written (BOM, CRLF, no final newline), wherever it is served whole.
+                whole = host_index_bytes(conn) if cut or verbatim else None
+                data = whole if verbatim and whole is not None else data
+                self._cache[_WHOLE] = (whole or b"") if cut else b""
             elif name in self._files:
                 # `ls -l` stats every file in listing order, and a topic's size is its rendering's: render
                 # the next few uncached ones with it, in one set of queries (render = charge, no estimate).
                 for filename, topic in memory_topics(conn, self._uncached_from(name)).items():
-                    self._cache[filename] = render_memory_topic(topic).encode("utf-8")
+                    self._cache[filename] = memory_topic_bytes(topic)  # the author's bytes, BOM and CRLF kept
                 return self._cache.get(name)
             elif name.endswith(".md") and name[:-3] in self._key_set:
                 concept = queries.concept(conn, name[:-3])

@@ -501,6 +501,58 @@ def test_an_index_edit_through_the_mount_keeps_what_the_cut_view_left_out(tmp_pa
         force_unmount(bridge.memory_dir)
 
 
+BOM_CRLF = "\ufeff---\r\nname: deploy\r\ndescription: how we deploy\r\ntype: project\r\n---\r\n- Deploy on Tuesdays.\r\n" \
+           "- Tag releases v1.x.\r\n"
+NO_FINAL_NEWLINE = "---\nname: tags\ndescription: how we tag\ntype: project\n---\n- Tag releases v1.x.\n- Never retag."
+SAYS_TOO = "---\nname: release\ndescription: the release day\ntype: project\n---\n- Deploy on Tuesdays.\n"
+
+
+def test_a_note_is_read_back_byte_for_byte_bom_crlf_and_missing_final_newline_kept(tmp_path):
+    """write14: a note with a byte-order mark and CRLF line ends was served with LF and no mark; with the evidence
+    appendix too, the note's own bytes come first, exactly, and the appendix follows in the note's line ends."""
+    view = project(tmp_path, {"deploy.md": BOM_CRLF, "tags.md": NO_FINAL_NEWLINE, "release.md": SAYS_TOO})
+    shown = view.read("deploy.md")
+    assert shown.startswith(BOM_CRLF.encode()) and APPENDIX_MARKER.encode() in shown  # release.md agrees
+    assert b"\n" not in shown.replace(b"\r\n", b""), "the appendix in the note's line ends"
+    assert view.read("tags.md").startswith(NO_FINAL_NEWLINE.encode() + b"\n" + APPENDIX_MARKER.encode())
+    for name, text in (("deploy.md", BOM_CRLF), ("tags.md", NO_FINAL_NEWLINE)):
+        assert project(tmp_path / name, {name: text}).read(name) == text.encode()
+    index = over_budget_index().replace("\n", "\r\n").encode()  # cut: the whole index is served as written
+    assert project(tmp_path / "index", {"MEMORY.md": index}).read("MEMORY.full.md") == index
+
+
+@requires_fuse
+@pytest.mark.parametrize(("name", "text", "with_appendix"), [
+    ("deploy.md", BOM_CRLF, False), ("deploy.md", BOM_CRLF, True), ("tags.md", NO_FINAL_NEWLINE, False),
+    ("tags.md", NO_FINAL_NEWLINE, True)])
+def test_an_edit_through_the_mount_changes_only_what_it_changes(tmp_path, name, text, with_appendix):
+    """write14: an Edit through the mount of a BOM + CRLF note was saved with LF and no mark, and one of a note
+    without a final newline gained one. Claude Code keeps the mark and the line ends when it edits a file: the
+    version saved is the note's bytes with only the edit applied."""
+    bridge = BridgeEnv(tmp_path).setup()
+    assert bridge.cli("activate").returncode == 0
+    bridge.memory_dir.mkdir(parents=True, exist_ok=True)
+    (bridge.memory_dir / name).write_bytes(text.encode())
+    if with_appendix:  # another note says the same, so the mount shows an appendix after the note
+        (bridge.memory_dir / "release.md").write_text(SAYS_TOO.replace("Tuesdays", "Tuesdays.\n- Tag releases v1.x"))
+    assert bridge.cli("mount").returncode == 0
+    try:
+        target = bridge.memory_dir / name
+        assert target.read_bytes().startswith(text.encode())
+        assert (APPENDIX_MARKER in target.read_text(encoding="utf-8")) == with_appendix
+        # Two lines, as the model writes them (LF): Claude Code matches them in a CRLF file too.
+        old = "Tuesdays.\n- Tag releases v1.x" if name == "deploy.md" else "v1.x.\n- Never"
+        payload = {"session_id": "s1", "cwd": str(bridge.project), "hook_event_name": "PreToolUse", "tool_name": "Edit",
+                   "tool_input": {"file_path": str(target), "old_string": old, "new_string": old.replace("v1.x", "v2.x")}}
+        assert json.loads(bridge.hook(payload).stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
+        assert bridge.cli("flush").returncode == 0
+        saved = [p.read_bytes() for p in drops(bridge.ingest) if p.name.endswith(f".{name}")]
+        assert saved == [text.replace("v1.x", "v2.x").encode()]
+    finally:
+        bridge.cli("unmount")
+        force_unmount(bridge.memory_dir)
+
+
 OWN_FULL = note("memory-full", "- The author's own notes on a full memory, kept under this name.\n")
 
 

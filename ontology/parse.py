@@ -35,6 +35,9 @@ _CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0d-\x1f]")
 
 LEDGER_NAME_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{4}Z_e\d+\.md$", re.IGNORECASE)
 _FM_CLOSE_RE = re.compile(r"^(?:---|\.\.\.)[ \t]*$", re.MULTILINE)
+# TOML frontmatter (Hugo, Zola): a `+++` line, `key = value` lines, a `+++` line (write14).
+_TOML_CLOSE_RE = re.compile(r"^\+\+\+[ \t]*$", re.MULTILINE)
+_TOML_LINE_RE = re.compile(r"^([A-Za-z0-9_-]+)\s*=\s*(.*?)\s*$")
 _KV_LINE_RE = re.compile(r"^([A-Za-z_][\w\- ]{0,40}):(?:[ \t]+(.*))?$")
 
 
@@ -228,8 +231,34 @@ def _line_based(block: str) -> dict[str, object]:
     return result
 
 
+def _toml_frontmatter(text: str) -> tuple[dict[str, object], str, tuple[str, ...]] | None:
+    """A TOML (`+++`) block at the top: (its fields, the body, notes), or None when there is none (no closing
+    `+++`: the text is the author's, read as written). Its fields name the note as YAML's do: a note missing from
+    the index was summarised by its raw `+++` block (write14)."""
+    first_break = text.find("\n")
+    close = _TOML_CLOSE_RE.search(text, first_break + 1) if first_break >= 0 else None
+    if close is None:
+        return None
+    block, body = text[first_break + 1 : close.start()], text[close.end() :].lstrip("\n")
+    import tomllib  # lazily: few notes carry TOML
+
+    try:
+        return dict(tomllib.loads(block)), body, ()
+    except (tomllib.TOMLDecodeError, RecursionError, ValueError):
+        meta: dict[str, object] = {}
+        for line in block.split("\n"):
+            found = _TOML_LINE_RE.match(line.strip())
+            if found:
+                meta.setdefault(found.group(1), found.group(2).strip("\"'"))
+        return meta, body, ("frontmatter is not valid TOML; read line by line",)
+
+
 def split_frontmatter(text: str) -> tuple[dict[str, object], str, tuple[str, ...]]:
     """(frontmatter, body, notes). Refusals (bombs, depth) propagate as `ArtifactRejected`."""
+    if text.startswith("+++") and text[3:4] in ("\n", " ", "\t"):
+        toml = _toml_frontmatter(text)
+        if toml is not None:
+            return toml
     if not text.startswith("---") or text[3:4] not in ("\n", " ", "\t", ""):
         return {}, text, ()
     first_break = text.find("\n")

@@ -59,7 +59,8 @@ SCHEMA_VERSION = 37  # 2: lsh is WITHOUT ROWID; 3: 15x4 LSH bands; 4: subsets (e
 # 36: no DDL change: a line whose opening label says what follows is no longer true ("Obsolete: X", "[outdated]
 #     X", "Wrong: X") is no claim either; a graph where one confirmed X is rebuilt (ADR 0010, "Session 14 (codex14)")
 # 37: memory_files.raw: a memory file's (and the index's) bytes as written when they are not the UTF-8 of its
-#     text (BOM, CRLF); the projection serves those bytes (ADR 0005, "Session 14 (write14)")
+#     text (BOM, CRLF); the projection serves those bytes; and a note's TOML (`+++`) block is its frontmatter,
+#     not claims (ADR 0005, "Session 14 (write14)")
 # A writer holding the lock is normal (one artifact at a time); wait for it rather than fail.
 BUSY_TIMEOUT_MS = 30_000
 WAL_AUTOCHECKPOINT_PAGES = 16_384

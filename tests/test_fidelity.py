@@ -553,6 +553,20 @@ def test_an_edit_through_the_mount_changes_only_what_it_changes(tmp_path, name, 
         force_unmount(bridge.memory_dir)
 
 
+def test_a_toml_note_missing_from_the_index_is_summarised_as_a_yaml_note_is(tmp_path):
+    """write14: a note with TOML (`+++`) frontmatter missing from the index got an added index line whose summary
+    was its raw `+++` block. Its description is the summary, as a YAML note's is; without one, its first prose."""
+    view = project(tmp_path, {
+        "MEMORY.md": "# Index\n\n- [Deploy](deploy.md) — how we deploy\n",
+        "deploy.md": note("deploy", "- Deploy on Tuesdays.\n"),
+        "release-tags.md": '+++\ntitle = "Release tagging"\ndescription = "how releases are tagged"\n+++\n- Tag v1.x.\n',
+        "staging.md": "+++\ndate = 2026-01-02\n+++\n\nThe staging box reboots nightly.\n"})
+    added = view.read("MEMORY.md").decode().split("## Also in the knowledge graph")[1]
+    assert "+++" not in added and "date =" not in added
+    assert "(release-tags.md) — how releases are tagged" in added and "(staging.md) — The staging box reboots nightly" in added
+    assert view.read("staging.md").decode().startswith("+++\ndate = 2026-01-02\n+++\n"), "the note itself as written"
+
+
 OWN_FULL = note("memory-full", "- The author's own notes on a full memory, kept under this name.\n")
 
 

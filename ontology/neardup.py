@@ -13,7 +13,6 @@ import hashlib
 import itertools
 import math
 import sqlite3
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import lru_cache
@@ -130,38 +129,6 @@ def _score(scored: tuple[float, int]) -> float:
     return scored[0]
 
 
-# A wording: (tokens, slot, value, polarity, text, or a function reading it: most checks never need it).
-Wording = tuple[frozenset[str], "str | None", "str | None", int, "str | Callable[[], str]"]
-# Groups larger than this are not checked for a center (quadratic); a wording joins them only through
-# the assertion's own wording, as before wordings were kept.
-MAX_GROUP = 16
-
-
-def _jaccard(a: frozenset[str], b: frozenset[str] | tuple[str, ...]) -> float:
-    common = len(a.intersection(b))
-    return common / (len(a) + len(b) - common) if common else 0.0
-
-
-def _passes(tokens: frozenset[str], slot: str | None, value: str | None, polarity: int, text: str | Callable[[], str],
-            mine: frozenset[str], my_slot: str | None, my_value: str | None, my_polarity: int,
-            my_text: str | Callable[[], str]) -> bool:
-    """The checks `NearDuplicateIndex._best` makes after the Jaccard, for one pair of wordings."""
-    if slot and my_slot and (slot != my_slot or rival(value, my_value)):
-        return False
-    if polarity != my_polarity or numbers(tokens) != numbers(mine):
-        return False
-    if (NEGATION_CUE in tokens) != (NEGATION_CUE in mine) or (tokens ^ mine) & _SWITCHES:
-        return False
-    if (theirs := value_marks(tokens)) and (marks := value_marks(mine)) and theirs != marks:
-        return False
-    if names_apart(tokens, mine):
-        return False
-    if not swap(tokens, mine):
-        return True
-    return not swapped_in_place(text() if callable(text) else text, tokens,
-                                my_text() if callable(my_text) else my_text, mine)
-
-
 @lru_cache(maxsize=128)
 def _lookup_sql(n_subsets: int, n_bands: int) -> str:
     """One row, one column per key: that key's first ROWS_PER_KEY assertion ids in `subsets` (the rows
@@ -200,24 +167,11 @@ class NearDuplicateIndex:
         # about a second, too much to add to opening a large graph for a few artifacts.
         self._filter: _KeyFilter | None = None
         self._filter_checked = False
-        # Wordings an assertion took besides its own (table `wordings`, ADR 0004 "Session 14 (recall14)"):
-        # assertion id -> [(tokens, slot, value, polarity, text)], read for a candidate that has any, and the
-        # set of assertions that have any (None: read it at the next use).
-        self._extra: dict[int, list[Wording]] = {}
-        self._with_extra: set[int] | None = None
-        self._linked: list[int] = []  # `_best`'s passing candidates, for `find_linked`
-        self._moved: dict[int, int] = {}  # merged assertion -> survivor, for ids the in-memory subsets_recent holds
 
     def forget(self) -> None:
         self._cache.clear()
         self._texts.clear()
         self._recent_rows = None  # a rollback took back rows it held
-        self._moved.clear()
-        self._forget_wordings()
-
-    def _forget_wordings(self) -> None:
-        self._extra.clear()
-        self._with_extra = None
 
     def begin(self) -> None:
         """At the start of a write transaction: another connection (a second writer process, between
@@ -225,11 +179,9 @@ class NearDuplicateIndex:
         version = self.conn.execute("PRAGMA data_version").fetchone()[0]
         if version != self._data_version:
             self._recent_rows = None
-            self._moved.clear()
             self._filter, self._filter_checked = None, False  # another writer may have moved keys into subsets
             self._cache.clear()  # ... or re-anchored an assertion: its polarity and text changed
             self._texts.clear()
-            self._forget_wordings()  # ... or filed wordings and merged assertions
             self._data_version = version
 
     def _key_filter(self) -> _KeyFilter | None:
@@ -270,99 +222,6 @@ class NearDuplicateIndex:
         cached entry would let a near wording of the old polarity merge in, and deny the new owner."""
         self._cache.pop(assertion_id, None)
         self._texts.pop(assertion_id, None)
-        self._extra.pop(assertion_id, None)
-
-    # -- wordings and merges (ADR 0004, "Session 14 (recall14)") -----------------------------------
-
-    def _extras_index(self) -> set[int]:
-        if self._with_extra is None:
-            self._with_extra = {a for (a,) in self.conn.execute("SELECT DISTINCT assertion_id FROM wordings")}
-        return self._with_extra
-
-    def has_extras(self, assertion_id: int) -> bool:
-        """Whether the assertion took wordings besides its own."""
-        return assertion_id in self._extras_index()
-
-    def has_wordings(self) -> bool:
-        """Whether any assertion took another wording (else the key lookups skip the table)."""
-        return bool(self._extras_index())
-
-    def wordings(self, assertion_id: int) -> list[Wording]:
-        """Every wording of an assertion: its own (first), then those it took."""
-        entry = self._entry(assertion_id)
-        own = (frozenset(entry[0]), entry[1], entry[2], entry[3], lambda: self._text(assertion_id))  # read if needed
-        return [own, *self._extras(assertion_id)]
-
-    def _entry(self, assertion_id: int) -> tuple[tuple[str, ...], str | None, str | None, int]:
-        if assertion_id not in self._cache:
-            self._fetch([assertion_id])
-        return self._cache[assertion_id]
-
-    def _extras(self, assertion_id: int) -> list[Wording]:
-        if assertion_id not in self._extras_index():
-            return []
-        held = self._extra.get(assertion_id)
-        if held is None:
-            held = self._extra[assertion_id] = [
-                (frozenset(map(intern, tokens.split())), slot, value, polarity, text) for tokens, slot, value, polarity, text
-                in self.conn.execute("SELECT tokens, slot, value, polarity, text FROM wordings WHERE assertion_id=? "
-                                     "ORDER BY key", (assertion_id,))]
-        return held
-
-    def add_wording(self, assertion_id: int, keys: IndexKeys, prop: Proposition, text: str) -> None:
-        """A wording with a key of its own joined `assertion_id`: keep it and file it under its keys (the
-        ones `find` probed), so a later wording near it (and not near the assertion's own) finds it."""
-        if self.conn.execute("INSERT OR IGNORE INTO wordings(key, assertion_id, text, tokens, slot, value, polarity) "
-                             "VALUES(?,?,?,?,?,?,?)", (prop.key, assertion_id, text, " ".join(sorted(prop.tokens)),
-                                                      prop.slot, prop.value, prop.polarity)).rowcount:
-            self._extras_index().add(assertion_id)
-            self._extra.pop(assertion_id, None)
-            self.add(assertion_id, keys)
-
-    def repoint(self, gone: int, keep: int, token_sets: list[frozenset[str]]) -> None:
-        """`gone` was merged into `keep`: the keys its wordings (`token_sets`) were filed under name `keep`
-        now (recomputed as `find` computes them: the tables have no index by assertion)."""
-        conn = self.conn
-        for tokens in token_sets:
-            size = len(tokens)
-            if size < MIN_NEAR_DUPLICATE_TOKENS:
-                continue
-            if size <= EXACT_MAX_TOKENS:
-                for key in subset_keys(tokens, range(min_overlap(size), min(size, SUBSET_MAX_SIZE) + 1)):
-                    if conn.execute("DELETE FROM subsets WHERE key=? AND assertion_id=?", (key, gone)).rowcount:
-                        conn.execute("INSERT OR IGNORE INTO subsets(key, assertion_id) VALUES(?,?)", (key, keep))
-            if size >= LSH_MIN_TOKENS:
-                for band, value in minhash.bands(tokens):
-                    if conn.execute("DELETE FROM lsh WHERE band=? AND hash=? AND assertion_id=?",
-                                    (band, value, gone)).rowcount:
-                        conn.execute("INSERT OR IGNORE INTO lsh(band, hash, assertion_id) VALUES(?,?,?)",
-                                     (band, value, keep))
-        conn.execute("UPDATE subsets_recent SET assertion_id=? WHERE assertion_id=?", (keep, gone))
-        # The in-memory copy of subsets_recent still names `gone`: read as `keep` until it is read again or
-        # settled (reading it back from the table after every merge cost a scan of up to RECENT_ROWS rows).
-        self._moved[gone] = keep
-        for moved, kept in self._moved.items():
-            if kept == gone:
-                self._moved[moved] = keep
-        for held in (self._cache, self._texts, self._extra):
-            held.pop(gone, None)  # type: ignore[attr-defined]
-        self._extra.pop(keep, None)
-        if self._with_extra is not None:
-            self._with_extra.discard(gone)
-            self._with_extra.add(keep)
-
-    def links(self, a: Wording, b: Wording) -> bool:
-        """Are two wordings one proposition: J >= the threshold and every check `_best` makes?"""
-        common = len(a[0] & b[0])
-        if not common or common / (len(a[0]) + len(b[0]) - common) < NEAR_DUPLICATE_JACCARD:
-            return False
-        return _passes(a[0], a[1], a[2], a[3], a[4], b[0], b[1], b[2], b[3], b[4])
-
-    def center(self, group: list[Wording]) -> bool:
-        """Does one wording of the group stand within the near-duplicate checks of every other one?"""
-        if len(group) > MAX_GROUP:
-            return False
-        return any(all(i == j or self.links(w, v) for j, v in enumerate(group)) for i, w in enumerate(group))
 
     def settle(self) -> None:
         """Before a commit: once subsets_recent holds RECENT_ROWS rows, move them all into subsets, in
@@ -386,14 +245,12 @@ class NearDuplicateIndex:
                 key_filter.add(key)
         recent.clear()
         self._recent = 0
-        self._moved.clear()
 
     def find(self, prop: Proposition, text: str | None = None) -> tuple[int | None, IndexKeys]:
         """The assertion `prop` restates, if any (best Jaccard, then lowest id), and the keys to file
         `prop` under if it becomes a new assertion: the same keys it probes. With the statement's `text`,
         a wording that swaps one word in place of another keeps apart (`normalize.swapped_in_place`)."""
         size = len(prop.tokens)
-        self._linked = []
         if size < MIN_NEAR_DUPLICATE_TOKENS:
             return None, IndexKeys()  # never anyone's near-duplicate: nothing to index either
         subsets = subset_keys(prop.tokens, range(min_overlap(size), min(size, SUBSET_MAX_SIZE) + 1)) \
@@ -416,16 +273,8 @@ class NearDuplicateIndex:
                     found[k] = found[k] + ([waiting] if isinstance(waiting, int) else waiting[:ROWS_PER_KEY - len(found[k])])
         keys = IndexKeys(subsets=[k for k, rows in zip(subsets, found) if len(rows) < ROWS_PER_KEY],
                          bands=[pair for pair, rows in zip(bands, found[len(subsets):]) if len(rows) < ROWS_PER_KEY])
-        ids = {int(i) for rows in found for i in rows}
-        if self._moved:
-            ids = {self._moved.get(i, i) for i in ids}
-        return self._best(prop, sorted(ids), text), keys
-
-    def find_linked(self, prop: Proposition, text: str) -> tuple[list[int], IndexKeys]:
-        """Every assertion one of whose wordings `prop` restates (best Jaccard first, then lowest id), and
-        the keys `find` gives. Without wordings taken or merges in the graph, `find`'s answer."""
-        best, keys = self.find(prop, text)
-        return (list(self._linked) if self._linked else ([best] if best is not None else [])), keys
+        ids = sorted({int(i) for rows in found for i in rows})
+        return self._best(prop, ids, text), keys
 
     def _text(self, assertion_id: int) -> str:
         if (text := self._texts.get(assertion_id)) is None:
@@ -450,15 +299,7 @@ class NearDuplicateIndex:
             self.conn.executemany("INSERT OR IGNORE INTO lsh(band, hash, assertion_id) VALUES(?,?,?)",
                                   [(b, h, assertion_id) for b, h in keys.bands])
 
-    def _fetch(self, missing: list[int]) -> None:
-        cache = self._cache
-        for marks, chunk in in_chunks(missing):
-            for cid, tokens, slot, value, polarity in self.conn.execute(
-                    f"SELECT id, tokens, slot, value, polarity FROM assertions WHERE id IN ({marks})", chunk):
-                cache[cid] = (tuple(frozenset(map(intern, tokens.split()))), slot, value, polarity)
-
     def _best(self, prop: Proposition, ids: list[int], text: str | None = None) -> int | None:
-        self._linked = []
         if not ids:
             return None
         cache = self._cache
@@ -468,10 +309,10 @@ class NearDuplicateIndex:
                 cache.clear()  # bounded memory; the common candidates come back within a few lookups
                 self._texts.clear()
                 missing = ids
-            self._fetch(missing)
-        extras = self._extras_index()
-        if extras and text is not None and not extras.isdisjoint(ids):
-            return self._best_of_wordings(prop, ids, text)
+            for marks, chunk in in_chunks(missing):
+                for cid, tokens, slot, value, polarity in self.conn.execute(
+                        f"SELECT id, tokens, slot, value, polarity FROM assertions WHERE id IN ({marks})", chunk):
+                    cache[cid] = (tuple(frozenset(map(intern, tokens.split()))), slot, value, polarity)
         # Jaccard = |A & B| / (|A| + |B| - |A & B|); one comprehension keeps the per-candidate cost low.
         # Interned, the statement's tokens meet the cached ones by identity, without comparing characters.
         mine, size = frozenset(map(intern, prop.tokens)), len(prop.tokens)
@@ -483,9 +324,9 @@ class NearDuplicateIndex:
         # The statement's own side of each check, once per lookup instead of once per candidate (all
         # pure functions of its tokens; mem12).
         my_numbers, my_negated, my_marks = numbers(mine), NEGATION_CUE in mine, value_marks(mine)
-        # Best Jaccard first, then lowest id: the first candidate that passes every check is the answer; the
-        # others that pass are kept too (`_linked`: a wording that bridges two assertions links both). Ids
-        # come sorted, so a stable sort on the score keeps ties in id order.
+        # Best Jaccard first, then lowest id: the first candidate that passes every check is the answer, and
+        # the ones after it are never checked (ids come sorted, so a stable sort on the score keeps ties in
+        # id order).
         if len(scored) > 1:
             scored.sort(key=_score, reverse=True)
         for score, cid in scored:
@@ -507,29 +348,5 @@ class NearDuplicateIndex:
                 continue  # "block_k: [32, 64]" is not "block_k=64 same as block_k=32" (ADR 0004)
             if text is not None and swap(tokens, mine) and swapped_in_place(self._text(cid), tokens, text, mine):
                 continue  # "… the web package first" is not "… the api package first" (ADR 0004)
-            self._linked.append(cid)  # every passing candidate, for `find_linked` (a bridge links several)
-        return self._linked[0] if self._linked else None
-
-    def _best_of_wordings(self, prop: Proposition, ids: list[int], text: str) -> int | None:
-        """`_best` over every wording of each candidate: the candidates one of whose wordings `prop`
-        restates, by their best Jaccard, then lowest id (into `_linked`); the first of them."""
-        mine = frozenset(map(intern, prop.tokens))
-        mine_rest = (prop.slot, prop.value, prop.polarity, text)
-        extras = self._extras_index()
-        scored: list[tuple[float, int]] = []
-        for cid in ids:
-            listed, slot, value, polarity = self._cache[cid]
-            best = None
-            if (score := _jaccard(mine, listed)) >= NEAR_DUPLICATE_JACCARD and _passes(
-                    frozenset(listed), slot, value, polarity, lambda cid=cid: self._text(cid), mine, *mine_rest):
-                best = score
-            if cid in extras:
-                for w in self._extras(cid):
-                    if (score := _jaccard(mine, w[0])) >= NEAR_DUPLICATE_JACCARD and (best is None or score > best) \
-                            and _passes(*w, mine, *mine_rest):
-                        best = score
-            if best is not None:
-                scored.append((best, cid))
-        scored.sort(key=lambda sc: (-sc[0], sc[1]))
-        self._linked = [cid for _, cid in scored]
-        return self._linked[0] if self._linked else None
+            return cid
+        return None

@@ -54,13 +54,15 @@ SCHEMA_VERSION = 37  # 2: lsh is WITHOUT ROWID; 3: 15x4 LSH bands; 4: subsets (e
 #     heading, a mention or a wikilink names it by; those reach the file again (ADR 0005, "Session 14 (case14)")
 # 34: no DDL change: a request to forget or delete a memory ("Forget: X", "Delete from memory: X") is no claim;
 #     a graph where one stood as a second source of X is rebuilt (ADR 0010, "Session 14 (codex14)")
-# 35: wordings (each near-duplicate wording an assertion took, filed under its keys; an assertion merged into
-#     another by a wording bridging them): grouping independent of arrival order (ADR 0004, session 14)
+# 35: (reverted in 37) wordings (each near-duplicate wording an assertion took, filed under its keys; an
+#     assertion merged into another by a wording bridging them): grouping independent of arrival order
 # 36: no DDL change: a line whose opening label says what follows is no longer true ("Obsolete: X", "[outdated]
 #     X", "Wrong: X") is no claim either; a graph where one confirmed X is rebuilt (ADR 0010, "Session 14 (codex14)")
 # 37: memory_files.raw: a memory file's (and the index's) bytes as written when they are not the UTF-8 of its
 #     text (BOM, CRLF); the projection serves those bytes; and a note's TOML (`+++`) block is its frontmatter,
 #     not claims (ADR 0005, "Session 14 (write14)")
+#     Also since 37: the `wordings` table of 35 is gone (the order-independent grouping was reverted for
+#     issue 15's cost; ADR 0004, "Session 14 (recall14)"); a graph built at 35 or 36 is rebuilt anyway.
 # A writer holding the lock is normal (one artifact at a time); wait for it rather than fail.
 BUSY_TIMEOUT_MS = 30_000
 WAL_AUTOCHECKPOINT_PAGES = 16_384
@@ -139,12 +141,6 @@ CREATE TABLE IF NOT EXISTS subsets(key INTEGER NOT NULL, assertion_id INTEGER NO
 -- subsets_recent is kept in arrival order (rowid) and has no key index: the writer looks its rows up in
 -- memory, so one artifact's keys land on its last page instead of a page each (ADR 0007, "Session 7").
 CREATE TABLE IF NOT EXISTS subsets_recent(key INTEGER NOT NULL, assertion_id INTEGER NOT NULL);
--- Wordings an assertion took besides its own (a near-duplicate with another key), each filed under its own
--- near-duplicate keys, so a later wording near it finds the assertion (ADR 0004, "Session 14 (recall14)").
--- Also the wording of an assertion merged into another (its key then still finds the survivor).
-CREATE TABLE IF NOT EXISTS wordings(key TEXT PRIMARY KEY, assertion_id INTEGER NOT NULL, text TEXT NOT NULL,
-  tokens TEXT NOT NULL, slot TEXT, value TEXT, polarity INTEGER NOT NULL) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS wordings_assertion ON wordings(assertion_id);
 -- Current stance of each source on each assertion, as the source stated it (+1 / -1 relative to the
 -- polarity-free proposition key). One row per source: versions of one artifact are one source.
 CREATE TABLE IF NOT EXISTS stances(

@@ -103,13 +103,10 @@ def _indexed(text: str) -> str:
     return search_key(text)
 
 
-def index_assertion(conn: sqlite3.Connection, assertion_id: int, text: str | None, *, replace: bool) -> None:
-    """The assertion's text into the indexes (`replace`: instead of what they hold); None: out of them."""
+def index_assertion(conn: sqlite3.Connection, assertion_id: int, text: str, *, replace: bool) -> None:
     if replace:
         conn.execute("DELETE FROM assertions_fts WHERE rowid=?", (assertion_id,))
         conn.execute("DELETE FROM assertions_cjk WHERE rowid=?", (assertion_id,))
-    if text is None:
-        return
     text = _indexed(text)
     conn.execute("INSERT INTO assertions_fts(rowid, text) VALUES(?,?)", (assertion_id, text))
     if needs_substrings(text):

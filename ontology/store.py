@@ -24,8 +24,7 @@ from ontology.clock import utc_text
 from ontology.evidence import RELIABILITY, SourceKind, weight_units
 from ontology.extract import ConceptDecl, Extraction, Statement, fold_key
 from ontology.timeline import FILE_SUBJECT, IDENTIFIER_SUBJECT, Said
-from ontology.neardup import MAX_GROUP, NearDuplicateIndex
-from ontology.normalize import Proposition
+from ontology.neardup import NearDuplicateIndex
 from ontology.schema import in_chunks
 
 # Which concept owns an assertion that several concepts state: a memory file over a document over a
@@ -122,9 +121,6 @@ class GraphWriter:
         # Within one artifact (`_apply`): the lower-cased keys its headings, mentions, wikilinks and links
         # name that reach a file whose key keeps capitals, to that file's (key, id, type) (`_case_targets`).
         self._case: dict[str, tuple[str, int, str]] = {}
-        # Within one artifact: (the assertion a wording joined, the others it bridges to), merged once the
-        # artifact is applied (`_merge`; ADR 0004, "Session 14 (recall14)").
-        self._bridges: list[tuple[int, list[int]]] = []
         # Within one transaction: the lower-cased keys `case_keys` files a key under (None: not read yet). A
         # prefilter only: what a key reaches is read from the graph when an artifact names one of these.
         self._folds: set[str] | None = None
@@ -196,7 +192,6 @@ class GraphWriter:
         self._types.clear()
         self._source_meta.clear()
         self._case.clear()
-        self._bridges.clear()
 
     def _index_assertion(self, assertion_id: int, text: str, *, replace: bool) -> None:
         self._search_artifact.append((True, assertion_id, text, replace))
@@ -424,7 +419,6 @@ class GraphWriter:
         if retired is not None:
             touched |= self._withdraw(retired, artifact_id, ts)
         self._reweigh(touched | set(observed), ts)
-        self._merge_bridged(ts)
         return Applied(artifact_id, version, current, len(observed), len(touched))
 
     def _identifier_stances(self, source_id: int, artifact_id: int, found: Mapping[str, tuple[int, str, int, str | None]],
@@ -698,9 +692,6 @@ class GraphWriter:
         found: dict[str, int] = {}
         for marks, chunk in in_chunks(sorted(set(keys))):
             found.update(self.conn.execute(f"SELECT key, id FROM assertion_rows WHERE key IN ({marks})", chunk))
-        if self.near.has_wordings():  # a wording an assertion took, or the key of one merged into it
-            for marks, chunk in in_chunks(sorted(set(keys) - found.keys())):
-                found.update(self.conn.execute(f"SELECT key, assertion_id FROM wordings WHERE key IN ({marks})", chunk))
         return found
 
     def _read_owners(self, assertion_ids: Iterable[int]) -> None:
@@ -719,11 +710,7 @@ class GraphWriter:
         assertion_id = known.get(prop.key)
         keys = None
         if assertion_id is None:
-            linked, keys = self.near.find_linked(prop, statement.text)
-            assertion_id = self._join(linked, prop, statement.text)
-            if assertion_id is not None:  # a wording of its own: kept, so a later wording near it finds it
-                self.near.add_wording(assertion_id, keys, prop, statement.text)
-                known[prop.key] = assertion_id
+            assertion_id, keys = self.near.find(prop, statement.text)
         if assertion_id is None:
             assertion_id = self._insert_assertion(concept_id, prop.key, statement.text, prop.polarity,
                                                   " ".join(sorted(prop.tokens)), len(prop.tokens), prop.slot,
@@ -735,98 +722,6 @@ class GraphWriter:
             return assertion_id
         self._maybe_move_owner(assertion_id, concept_id, statement)
         return assertion_id
-
-    def _join(self, linked: list[int], prop: Proposition, text: str) -> int | None:
-        """Which of the assertions a new wording restates (`linked`, best first) it joins, if any (ADR 0004,
-        "Session 14 (recall14)"). A group of wordings may stand only while one of them (its center) is a
-        near-duplicate of every other: the first-wording rule was that with the first wording as the
-        center. A wording linking several assertions whose wordings, with it, have a center joins the first
-        and the others are merged into it after the artifact (`_merge_bridged`), so the grouping does not
-        depend on which end of a chain arrived first; else it joins the first whose group keeps a center."""
-        if not linked:
-            return None
-        near = self.near
-        if len(linked) == 1 and not near.has_extras(linked[0]):
-            return linked[0]  # it restates the assertion's only wording: the rule as it was
-        mine = (frozenset(prop.tokens), prop.slot, prop.value, prop.polarity, text)
-        groups = {cid: near.wordings(cid) for cid in linked}
-        if len(linked) > 1 and near.center([w for cid in linked for w in groups[cid]] + [mine]):
-            self._bridges.append((linked[0], linked[1:]))
-            return linked[0]
-        for cid in linked:
-            group = groups[cid]
-            if len(group) >= MAX_GROUP:
-                if near.links(group[0], mine):
-                    return cid  # too many wordings to look for a center: its own wording decides, as before
-            elif near.center([*group, mine]):
-                return cid
-        return None
-
-    def _merge_bridged(self, ts: str) -> None:
-        merged: dict[int, int] = {}
-
-        def now(aid: int) -> int:
-            while aid in merged:
-                aid = merged[aid]
-            return aid
-
-        for keep, others in self._bridges:
-            for other in others:
-                a, b = now(keep), now(other)
-                if a != b and (survivor := self._merge(a, b, ts)) is not None:
-                    merged[b if survivor == a else a] = survivor
-        self._bridges.clear()
-
-    def _merge(self, keep: int, gone: int, ts: str) -> int | None:
-        """Merge assertion `gone` into `keep` (the one a memory file owns, else the older survives): every
-        source's stance, its history, updates and timed facts move, the aggregates by each source's
-        difference (`aggregate.delta`, as a change of stances moves them), and `gone`'s wordings and keys
-        become `keep`'s. Two claims one update links (one revises the other) are never merged. Returns the
-        survivor, or None when nothing was merged."""
-        conn = self.conn
-        if conn.execute("SELECT 1 FROM updates WHERE (newer_id=? AND older_id=?) OR (newer_id=? AND older_id=?) LIMIT 1",
-                        (keep, gone, gone, keep)).fetchone():
-            return None
-        rows = {aid: row for aid, *row in conn.execute(
-            "SELECT a.id, c.type, a.key, a.text, a.tokens, a.slot, a.value FROM assertion_rows a "
-            "JOIN concepts c ON c.id = a.concept_id WHERE a.id IN (?,?)", (keep, gone))}
-        if _owner_rank(rows[gone][0]) > _owner_rank(rows[keep][0]) or (
-                _owner_rank(rows[gone][0]) == _owner_rank(rows[keep][0]) and gone < keep):
-            keep, gone = gone, keep
-        _, key, text, tokens, slot, value = rows[gone]
-        polarity = conn.execute("SELECT polarity FROM verdicts WHERE assertion_id=?", (gone,)).fetchone()[0]
-        for (source_id,) in conn.execute("SELECT source_id FROM stances WHERE assertion_id=?", (gone,)).fetchall():
-            before = self._held(source_id)
-            after = dict(before)
-            held = after.pop(gone)
-            if keep not in after:
-                after[keep] = Held(keep, held.stance, rows[keep][4], rows[keep][5])
-            reliability, kind = conn.execute("SELECT reliability, kind FROM sources WHERE id=?", (source_id,)).fetchone()
-            self._move_aggregates(aggregate.delta(before, after, memory=aggregate.is_memory_kind(kind)),
-                                  weight_units(reliability))
-            if keep in before:  # one source stated both: one stance, the survivor's
-                conn.execute("DELETE FROM stances WHERE assertion_id=? AND source_id=?", (gone, source_id))
-            else:
-                conn.execute("UPDATE stances SET assertion_id=? WHERE assertion_id=? AND source_id=?",
-                             (keep, gone, source_id))
-        for sql in ("UPDATE stance_history SET assertion_id=? WHERE assertion_id=?",
-                    "UPDATE updates SET newer_id=? WHERE newer_id=?", "UPDATE updates SET older_id=? WHERE older_id=?",
-                    "UPDATE timed_facts SET assertion_id=? WHERE assertion_id=?"):
-            conn.execute(sql, (keep, gone))
-        self._reweigh({keep, gone}, ts)
-        token_sets = [frozenset(tokens.split())] + [w[0] for w in self.near.wordings(gone)[1:]]
-        conn.execute("INSERT OR IGNORE INTO wordings(key, assertion_id, text, tokens, slot, value, polarity) "
-                     "VALUES(?,?,?,?,?,?,?)", (key, keep, text, tokens, slot, value, polarity))
-        conn.execute("UPDATE wordings SET assertion_id=? WHERE assertion_id=?", (keep, gone))
-        conn.execute("DELETE FROM verdicts WHERE assertion_id=?", (gone,))
-        conn.execute("DELETE FROM assertion_rows WHERE id=?", (gone,))
-        self.near.repoint(gone, keep, token_sets)
-        self._owners.pop(gone, None)
-        texts = [rows[keep][2]] + [t for (t,) in conn.execute("SELECT text FROM wordings WHERE assertion_id=? "
-                                                               "ORDER BY key", (keep,))]
-        self._search_artifact.append((True, gone, None, True))  # out of the search indexes
-        self._index_assertion(keep, "\n".join(dict.fromkeys(texts)), replace=True)  # every wording findable
-        return keep
 
     def _insert_assertion(self, concept_id: int, key: str, text: str, polarity: int, tokens: str, n_tokens: int,
                           slot: str | None, value: str | None, ts: str) -> int:

@@ -221,6 +221,28 @@ def _span_before(text: str, end: int) -> str:
     return _clip(head[start:].strip("*_ "))
 
 
+# "Set `a` to `b` in `settings.json` (was `c`)": the span the paren follows names where the value lives, the
+# one after "to" / "=" the value that was `c` (judge14: the new value was read as the file's path). Only
+# when such a span is in the same clause: "`limit` set in `config.yaml` (was `app.ini`)" moved the place.
+_WHERE_BEFORE = re.compile(r"\s(?:in|at|inside|within|under|of|from)\s+$", re.IGNORECASE)
+_SET_BEFORE = re.compile(r"(?:\sto|=|:=|→|->)\s*$", re.IGNORECASE)
+
+
+def _set_span(text: str, spans: list[re.Match[str]]) -> str:
+    """The code span a "(was `x`)" revises: the last before it, unless that one follows "in"/"at" … and
+    an earlier span of the same clause follows "to"/"=" (the value set, of which the last is the place)."""
+    last = spans[-1]
+    if len(spans) > 1 and _WHERE_BEFORE.search(text[spans[-2].end():last.start()]):
+        for span in reversed(spans[:-1]):
+            between = _mask_code(text[span.end():last.start()])
+            if re.search(_STOP, between):
+                break
+            before = text[:span.start()]
+            if _SET_BEFORE.search(before):
+                return span.group(0)
+    return last.group(0)
+
+
 def _span_after(text: str, start: int) -> str:
     """The value right after `start`: up to the clause end, or the quoted span it starts with when
     the clause is longer than a value."""
@@ -326,7 +348,7 @@ def revisions(text: str, identifiers: tuple[tuple[str, IdentifierStance], ...] =
         old = m.group("old")
         if old.startswith("`"):
             spans = list(re.finditer(r"`[^`]+`", text[:m.start()]))
-            new = spans[-1].group(0) if spans else _span_before(text, m.start())
+            new = _set_span(text, spans) if spans else _span_before(text, m.start())
         else:
             new = _span_before(text, m.start())
         _add(out, RevisionRule.WAS, old, new)

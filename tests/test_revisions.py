@@ -33,6 +33,7 @@ SELF_STATED = {
     ("project_hosting_now.md", "revision:not", "AWS Lambda", "AWS Fargate tasks"),
     ("project_hosting_now.md", "revision:from_to", "session cookies", "Bearer tokens"),
     ("project_hosting_now.md", "revision:was", "`/orders`", "`/my-orders`"),
+    ("project_logging.md", "revision:was", "`debug`", "`warn`"),  # not the file it is set in (judge14)
     ("project_hosting_now.md", "revision:replaced", "The legacy importer", "the streaming loader"),
     ("project_hosting_now.md", "revision:correction", "it was the slow part", "The report cache actually costs 2 ms"),
     ("project_pivot.md", "revision:original_now", "First idea: build a custom scheduler on cron jobs",
@@ -230,3 +231,17 @@ def test_a_change_whose_old_value_is_only_named_again_still_revises():
     assert [(r.old, r.new) for r in revisions("Celery was replaced by RQ in March.")] == [("Celery", "RQ")]
     assert [r.old for r in revisions("The old broker (Celery) has been replaced with RQ.")] in ([], ["Celery"]), \
         "an auxiliary, or a piece of one, is no old value"
+
+
+@pytest.mark.parametrize(("text", "old", "new"), [
+    ("Set `permissions.mode` to `auto` in `~/.tool/settings.json` (was `ask`)", "`ask`", "`auto`"),
+    ("`retry_limit` set in `worker.toml` (was `app.ini`)", "`app.ini`", "`worker.toml`"),  # the place moved
+    ("Cache stored in `~/.cache/kb` (was `~/.kb`)", "`~/.kb`", "`~/.cache/kb`"),
+    ("Set `a` to `b`; the file is in `c.json` (was `d.json`)", "`d.json`", "`c.json`"),  # another clause
+])
+def test_was_revises_the_value_set_not_the_file_it_is_set_in(text, old, new):
+    """judge14: "Set `key` to `value` in `file` (was `old`)" was recorded as `old` -> `file`, and
+    kg_concept showed the file's path as the setting's new value. A span after "in" / "at" is the place
+    only when an earlier span of the same clause is what "to" / "=" sets."""
+    from ontology.revisions import revisions
+    assert [(r.rule.name, r.old, r.new) for r in revisions(text)] == [("WAS", old, new)]

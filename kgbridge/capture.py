@@ -561,6 +561,33 @@ def _whole_index_named(memory: str) -> str | None:
     return full_index_named(memory)
 
 
+# The author's MEMORY.md as written, served hidden by the mount (projection.view.AUTHOR_INDEX_NAME).
+_AUTHOR_INDEX = ".kgbridge-author-index.md"
+
+
+def _author_index(path: Path, timeout: float) -> str | None:
+    try:
+        return _read_topic(path, timeout)
+    except (OSError, ValueError):  # none yet, or a mount from before write14
+        return None
+
+
+def _in_style_of(text: str, author: str | None, tool: str) -> str:
+    """The index an edit of our MEMORY.md saves, in the author's own style: their byte-order mark and line ends
+    (Claude Code keeps both when it writes a file), and after an Edit their final newline or its absence. The
+    rendering the agent edited is ours, LF throughout: saved as is, every line of a CRLF index changed (write14)."""
+    if not author:
+        return text
+    bom = author.startswith("\ufeff")
+    body = author[1:] if bom else author
+    out = text.removeprefix("\ufeff").replace("\r\n", "\n")
+    if tool != "Write" and not body.endswith("\n") and out.endswith("\n"):
+        out = out[:-1]
+    if body.count("\r\n") * 2 > body.count("\n"):
+        out = out.replace("\n", "\r\n")
+    return ("\ufeff" if bom else "") + out
+
+
 def _saved_name(target: Path, whole_index: str | None = None) -> str:
     """The memory file a write to `target` is saved as: MEMORY.md for the whole index we serve (`whole_index`,
     the name the footer gives), else the file's own name."""
@@ -633,6 +660,8 @@ def apply_pending_edits(project: Project, timeout: float) -> str | None:
                                          "not the file's own")
                 if content is not None:
                     _remember_edit(state, target.name, shown, intended_content(tool, record["tool_input"], current))
+                if content is not None and _saved_name(target, whole_index) == "MEMORY.md":
+                    content = _in_style_of(content, _author_index(target.with_name(_AUTHOR_INDEX), timeout), tool)
                 if _may_be_whole_index(target):  # the hook could not tell which file this write replaces
                     _keep_host_copy_back(state, _saved_name(target, whole_index))
         except TimedOut as exc:

@@ -27,6 +27,11 @@ from projection.topic import memory_topic_bytes, render_topic
 
 # The cache key of the author's whole index: never a file's name, so no file of the folder can be served it.
 _WHOLE = "\0whole index"
+# The author's MEMORY.md as written, for the worker that saves an edit of ours: a hidden name (never listed,
+# no host file can have it: the overlay hides dot names), read to keep the index's BOM, line ends and final
+# newline (write14).
+AUTHOR_INDEX_NAME = ".kgbridge-author-index.md"
+_AUTHOR = "\0author index"
 
 
 class ProjectionView:
@@ -123,9 +128,18 @@ class ProjectionView:
         """The file's current bytes, or None if the projection has no such file."""
         with self._lock:
             stale = not self._fresh()
+            if stale and name == AUTHOR_INDEX_NAME:
+                with self.ontology.reader() as conn:
+                    self._refresh(conn)
+                stale = False
             if stale:  # refreshed in the same read; the whole index's name may change with the graph
                 data = self._render(name, stale)
                 return self._full_index() if name == self._full_name else data
+            if name == AUTHOR_INDEX_NAME:
+                if _AUTHOR not in self._cache:
+                    with self.ontology.reader() as conn:
+                        self._cache[_AUTHOR] = host_index_bytes(conn) or b""
+                return self._cache[_AUTHOR] or None
             if name == self._full_name:
                 # Ours only while MEMORY.md is cut; an author's file of this name is never ours (write14): the
                 # name is the first one none of theirs holds.

@@ -553,6 +553,36 @@ def test_an_edit_through_the_mount_changes_only_what_it_changes(tmp_path, name, 
         force_unmount(bridge.memory_dir)
 
 
+@requires_fuse
+@pytest.mark.parametrize("index", [
+    "\ufeff# Index\r\n\r\n- [Deploy](deploy.md) — how we deploy\r\n- [Tags](tags.md) — how we tag",
+    "# Index\n\n- [Deploy](deploy.md) — how we deploy\n- [Tags](tags.md) — how we tag",
+    "# Index\r\n\r\n- [Deploy](deploy.md) — how we deploy\r\n- [Tags](tags.md) — how we tag\r\n"])
+def test_an_edit_of_memory_md_through_the_mount_keeps_the_indexs_own_bytes(tmp_path, index):
+    """write14: the MEMORY.md the agent edits is our rendering (LF, no mark, a footer last), so an Edit of a
+    BOM + CRLF index was saved with LF and no mark, every line changed, and one without a final newline gained
+    one. The saved index is the author's bytes with only the edit's change."""
+    bridge = BridgeEnv(tmp_path).setup()
+    assert bridge.cli("activate").returncode == 0
+    bridge.memory_dir.mkdir(parents=True, exist_ok=True)
+    (bridge.memory_dir / "MEMORY.md").write_bytes(index.encode())
+    (bridge.memory_dir / "deploy.md").write_text(note("deploy", "- Deploy on Tuesdays.\n"))
+    assert bridge.cli("mount").returncode == 0
+    try:
+        target = bridge.memory_dir / "MEMORY.md"
+        assert "\r" not in target.read_text() and "- [Deploy](deploy.md) — how we deploy\n" in target.read_text()
+        old = "- [Deploy](deploy.md) — how we deploy"
+        payload = {"session_id": "s1", "cwd": str(bridge.project), "hook_event_name": "PreToolUse", "tool_name": "Edit",
+                   "tool_input": {"file_path": str(target), "old_string": old, "new_string": old + ", on Tuesdays"}}
+        assert json.loads(bridge.hook(payload).stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
+        assert bridge.cli("flush").returncode == 0
+        saved = [p.read_bytes() for p in drops(bridge.ingest) if p.name.endswith(".MEMORY.md")]
+        assert saved == [index.replace(old, old + ", on Tuesdays").encode()]
+    finally:
+        bridge.cli("unmount")
+        force_unmount(bridge.memory_dir)
+
+
 def test_a_toml_note_missing_from_the_index_is_summarised_as_a_yaml_note_is(tmp_path):
     """write14: a note with TOML (`+++`) frontmatter missing from the index got an added index line whose summary
     was its raw `+++` block. Its description is the summary, as a YAML note's is; without one, its first prose."""

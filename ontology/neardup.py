@@ -20,7 +20,7 @@ from sys import intern
 
 from ontology import minhash
 from ontology.language import NEGATION_CUE
-from ontology.normalize import Proposition, names_apart, numbers, rival, swap, swapped_in_place, value_marks
+from ontology.normalize import NAMES_IN_CODE_RE, Proposition, case_apart, names_apart, numbers, rival, swap, swapped_in_place, value_marks
 from ontology.schema import in_chunks
 
 # Words that state a value of a switch: two wordings differing by one of them state two values.
@@ -324,6 +324,7 @@ class NearDuplicateIndex:
         # The statement's own side of each check, once per lookup instead of once per candidate (all
         # pure functions of its tokens; mem12).
         my_numbers, my_negated, my_marks = numbers(mine), NEGATION_CUE in mine, value_marks(mine)
+        my_named = text is not None and NAMES_IN_CODE_RE.search(text) is not None
         # Best Jaccard first, then lowest id: the first candidate that passes every check is the answer, and
         # the ones after it are never checked (ids come sorted, so a stable sort on the score keeps ties in
         # id order).
@@ -348,5 +349,7 @@ class NearDuplicateIndex:
                 continue  # "block_k: [32, 64]" is not "block_k=64 same as block_k=32" (ADR 0004)
             if text is not None and swap(tokens, mine) and swapped_in_place(self._text(cid), tokens, text, mine):
                 continue  # "… the web package first" is not "… the api package first" (ADR 0004)
+            if my_named and case_apart(self._text(cid), text):  # type: ignore[arg-type]
+                continue  # `secId` and `secID` are two names to code: no claim of both (judge14)
             return cid
         return None

@@ -379,6 +379,38 @@ def _is_name(token: str) -> bool:
     return not _is_plain(token) and token[0] not in (VALUE_MARK, NEGATION_CUE) and any(c.isalpha() for c in token)
 
 
+_CODE_SPAN_RE = re.compile(r"`([^`]+)`")
+_NAME_WORD_RE = re.compile(r"[^\W_]+")
+_INNER_CAPITAL_RE = re.compile(r"^.+[A-Z]")
+# A statement that may name something in code: a code span, or a word with a capital after its first letter.
+NAMES_IN_CODE_RE = re.compile(r"`|[^\W_][^\W_]*[A-Z]")
+
+
+def _code_names(text: str) -> dict[str, set[str]]:
+    """Case-folded word -> its spellings, for the words of `text` that are names in code: inside a code
+    span, or in mixed case with a capital after the first letter (`secId`, `JSONPath`; not "API" in prose)."""
+    spans = set(_NAME_WORD_RE.findall(" ".join(_CODE_SPAN_RE.findall(text))))
+    out: dict[str, set[str]] = {}
+    for word in set(_NAME_WORD_RE.findall(text)):
+        if (_INNER_CAPITAL_RE.search(word) and word != word.upper()) or (word in spans and not word.isdigit()):
+            out.setdefault(word.casefold(), set()).add(word)
+    return out
+
+
+def case_apart(a: str, b: str) -> bool:
+    """Whether two statements name a thing in code spelled differently only in case (`secId` in one,
+    `secID` in the other, neither spelling in both): to code they are two names, so the statements are
+    not one claim whatever else they share (judge12 for the projection, judge14 for the grouping).
+    Prose capitals ("Deploy" opening a sentence) are no name."""
+    words_a, words_b = set(_NAME_WORD_RE.findall(a)), set(_NAME_WORD_RE.findall(b))
+    for folded in _code_names(a).keys() | _code_names(b).keys():
+        seen_a = {w for w in words_a if w.casefold() == folded}
+        seen_b = {w for w in words_b if w.casefold() == folded}
+        if seen_a and seen_b and seen_a.isdisjoint(seen_b):
+            return True
+    return False
+
+
 def names_apart(a: frozenset[str], b: frozenset[str]) -> bool:
     """Do two near wordings say different things about the same names? When they share no plain word,
     all they share is names and numbers, and what each says of them is in the words that differ

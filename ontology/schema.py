@@ -12,7 +12,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TypeVar
 
-SCHEMA_VERSION = 38  # 2: lsh is WITHOUT ROWID; 3: 15x4 LSH bands; 4: subsets (exact short near-dups);
+SCHEMA_VERSION = 39  # 2: lsh is WITHOUT ROWID; 3: 15x4 LSH bands; 4: subsets (exact short near-dups);
 # 5: evidence aggregates kept by delta (ontology/aggregate.py); 6: trigram indexes for CJK search
 # 7: memory_files (newest text of each memory file and of the index, for the projection)
 # 8: source identities fold NFC/NFD and case of file names; 9: NFC only, case kept (layout.name_key)
@@ -65,6 +65,8 @@ SCHEMA_VERSION = 38  # 2: lsh is WITHOUT ROWID; 3: 15x4 LSH bands; 4: subsets (e
 #     issue 15's cost; ADR 0004, "Session 14 (recall14)"); a graph built at 35 or 36 is rebuilt anyway.
 # 38: no DDL change: "Set `k` to `v` in `file` (was `old`)" records `v` as the new value, not `file`; a graph
 #     that recorded the file's path as the setting's new value is rebuilt (ADR 0009, "Session 14 (judge14)")
+# 39: no DDL change: two wordings whose code names differ only in case (`secId` / `secID`) are two claims, not
+#     one near-duplicate claim with two sources; a graph that grouped them is rebuilt (ADR 0009, judge14)
 # A writer holding the lock is normal (one artifact at a time); wait for it rather than fail.
 BUSY_TIMEOUT_MS = 30_000
 WAL_AUTOCHECKPOINT_PAGES = 16_384

@@ -17,6 +17,7 @@ from urllib.parse import unquote
 
 from ontology import queries
 from ontology.extract import file_key
+from ontology.normalize import case_apart
 from ontology.schema import in_chunks
 from ontology.scope import own_subject_fact
 from projection.hostindex import parse_index
@@ -40,9 +41,6 @@ def graph_version(conn: sqlite3.Connection, database: Path) -> tuple[int, int, i
 
 
 _SERIES_RE = re.compile(r"[\d\s_.-]+")
-_CODE_SPAN_RE = re.compile(r"`([^`]+)`")
-_WORD_RE = re.compile(r"[^\W_]+")
-_INNER_CAPITAL_RE = re.compile(r"^.+[A-Z]")
 
 
 def source_name(identity: str) -> str:
@@ -356,30 +354,9 @@ def _states_too(rows: Iterable[queries.EvidenceRow], identity: str, other: str) 
     return identity in stances and stances[identity] == stances.get(other)
 
 
-def _identifiers(text: str) -> dict[str, set[str]]:
-    """Case-folded word -> its spellings, for the words of `text` that are names in code: inside a code
-    span, or in mixed case with a capital after the first letter (`secId`, `JSONPath`; not "API" in prose)."""
-    spans = set(_WORD_RE.findall(" ".join(_CODE_SPAN_RE.findall(text))))
-    out: dict[str, set[str]] = {}
-    for word in set(_WORD_RE.findall(text)):
-        if (_INNER_CAPITAL_RE.search(word) and word != word.upper()) or (word in spans and not word.isdigit()):
-            out.setdefault(word.casefold(), set()).add(word)
-    return out
-
-
 def _case_differs(a: str, b: str) -> bool:
-    """Whether two statements name a thing in code spelled differently only in case (`secId` in one,
-    `secID` in the other, neither spelling in both): to code they are two names, so the statements are
-    no agreement whatever else they share (judge12). Prose capitals ("Deploy" opening a sentence) are
-    no name."""
-    words_a, words_b = set(_WORD_RE.findall(a)), set(_WORD_RE.findall(b))
-    named_a, named_b = _identifiers(a), _identifiers(b)  # a name in code on either side
-    for folded in named_a.keys() | named_b.keys():
-        seen_a = {w for w in words_a if w.casefold() == folded}
-        seen_b = {w for w in words_b if w.casefold() == folded}
-        if seen_a and seen_b and seen_a.isdisjoint(seen_b):
-            return True
-    return False
+    """`userId` and `userID` are two names for code (judge12); the grouping keeps them apart too (judge14)."""
+    return case_apart(a, b)
 
 
 def _one_series(a: str, b: str) -> bool:

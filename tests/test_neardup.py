@@ -276,3 +276,35 @@ def test_the_lookup_checks_candidates_best_first_and_finds_what_the_plain_check_
             assert fresh.find(prop, text)[0] == expected, (tokens, polarity, text)
     finally:
         conn.close()
+
+
+_CASE_BASE = "Account lookup key: `/api/v2/accounts/userId` (max 500)"
+_CASE_CASES = [  # (another file's wording, one claim with two sources?)
+    ("`userID`: account lookup key (`/api/v2/accounts/userID`, max 500)", False),  # the code name's case differs
+    ("`userId`: account lookup key (`/api/v2/accounts/userId`, max 500)", True),  # the same name, reworded
+    ("ACCOUNT lookup key: `/api/v2/accounts/userId` (max 500)", True),  # a prose word's case is no name
+]
+
+
+def _one_claim(tmp_path, base: str, other: str) -> bool:
+    from ontology.ingest import Ontology
+    from ontology.artifact import Channel
+    from conftest import memory
+
+    onto = Ontology(tmp_path / "K", "shop", create=True)
+    try:
+        onto.ingest("accounts_api.md", memory("accounts-api", "the accounts service", f"- {base}\n"), Channel.CLI)
+        onto.ingest("accounts_ref.md", memory("accounts-ref", "a reference card", f"- {other}\n"), Channel.CLI)
+        with onto.reader() as conn:
+            return conn.execute("SELECT max(n_for) FROM assertions").fetchone()[0] >= 2
+    finally:
+        onto.close()
+
+
+def test_two_spellings_of_a_code_name_are_two_claims_not_one_confirmed(tmp_path):
+    """judge14: two reference notes gave one data path, one ending `…Id`, the other `…ID`; the near-duplicate
+    grouping made them one claim with two sources (AFFIRMATIVE through kg_search) although to code they are
+    two names (the mount already showed no "agrees" for them, judge12). Restatements of one spelling, and
+    a prose word in capitals, still agree."""
+    got = [(other, _one_claim(tmp_path / str(i), _CASE_BASE, other)) for i, (other, _) in enumerate(_CASE_CASES)]
+    assert got == _CASE_CASES

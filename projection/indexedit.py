@@ -29,18 +29,18 @@ def _ours(lines: list[str]) -> set[int]:
     while i < len(lines):
         line = lines[i]
         if line in _OUR_SECTIONS:
-            if i and not lines[i - 1].strip():
+            if i and lines[i - 1] == "":  # ours is exactly "": an author's whitespace-only line stays theirs
                 out.add(i - 1)
             out.add(i)
             entry = "- **" if line == DISPUTED_HEADING else "- ["
             while i + 1 < len(lines) and lines[i + 1].startswith(entry):
                 i += 1
                 out.add(i)
-            if line == DISPUTED_HEADING and i + 1 < len(lines) and not lines[i + 1].strip():
+            if line == DISPUTED_HEADING and i + 1 < len(lines) and lines[i + 1] == "":
                 out.add(i + 1)  # the blank line between the disputed section and the index
         elif line.startswith(("_", FOOTER_PREFIX)) and line.endswith(FOOTER_TAIL):
             out.add(i)
-            if i and not lines[i - 1].strip():
+            if i and lines[i - 1] == "":  # always ours (render puts one before the footer)
                 out.add(i - 1)
         i += 1
     return out

@@ -458,15 +458,34 @@ def _render_with_index(snap: MemorySnapshot, max_lines: int, max_bytes: int, mea
     additions: list[str] = []
     shown = _take_concepts(snap.concepts, budget, additions)
     body = [line for i in sorted(kept) for line in lines[i][: head.get(i, len(lines[i]))]]
+    if blocks and len(blocks) - 1 in kept and len(blocks) - 1 not in head:  # the index shown to its end
+        trailing = _trailing_blanks(snap.host_index or "")
+        if trailing and budget.fits(trailing):
+            budget.take(trailing)
+            body += trailing
     hidden_entries = sum(1 for i in entries if i not in kept or i in head)
     footer = _footer(hidden_entries, snap.n_concepts - shown, snap.n_disputed - shown_disputed, snap.full_index_name)
     cut = head or any(i not in kept and b.kind is not BlockKind.BLANK for i, b in enumerate(blocks))
     if cut and _fits_natively(blocks, max_lines, max_bytes, measure):
         return _render_index_first(snap, blocks, lines, max_lines, max_bytes, measure)
-    out = header + disputed + ([""] if disputed and body and body[0].strip() else []) + body + additions
-    if out and out[-1].strip():
+    # The blank lines around the author's index are always ours, exactly "", so an edit of this MEMORY.md tells
+    # them from the author's own blank or whitespace-only lines (indexedit.strip_projection; write14).
+    out = header + disputed + ([""] if disputed and body else []) + body + additions
+    if out:
         out.append("")
     return "\n".join([*out, footer]) + "\n"
+
+
+def _trailing_blanks(index: str) -> list[str]:
+    """The blank and whitespace-only lines that end the author's index (its final newline is not a line): kept
+    as written after its last entry, not shown as our blank line (write14). `parse_index` leaves them out."""
+    lines = index.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    out: list[str] = []
+    while lines and not lines[-1].strip():
+        out.append(lines.pop())
+    return out[::-1] if lines else []
 
 
 def _fits_natively(blocks: list[Block], max_lines: int, max_bytes: int, measure: Callable[[str], int]) -> bool:
@@ -502,8 +521,12 @@ def _render_index_first(snap: MemorySnapshot, blocks: list[Block], lines: list[t
         room_bytes -= sum(cost(line) for line in header)
     else:
         header = []
-    tail = ["", _footer(0, snap.n_concepts, snap.n_disputed)] if body and body[-1].strip() else [
-        _footer(0, snap.n_concepts, snap.n_disputed)]
+    trailing = _trailing_blanks(snap.host_index or "")
+    if trailing and len(trailing) <= room_lines and sum(cost(line) for line in trailing) <= room_bytes:
+        body += trailing
+        room_lines -= len(trailing)
+        room_bytes -= sum(cost(line) for line in trailing)
+    tail = ["", _footer(0, snap.n_concepts, snap.n_disputed)] if body else [_footer(0, snap.n_concepts, snap.n_disputed)]
     if not (len(tail) <= room_lines and sum(cost(line) for line in tail) <= room_bytes):
         tail = []
     return "\n".join([*header, *body, *tail]) + "\n"

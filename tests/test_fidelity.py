@@ -18,7 +18,7 @@ from ontology.ingest import Ontology
 from ontology.search import Filters, search
 from projection.mount import ingest_host_files, mount, unmount
 from support.fuse_helpers import unmount as force_unmount
-from projection.render import ConceptLine, MemorySnapshot, render_memory
+from projection.render import ConceptLine, DisputedLine, MemorySnapshot, render_memory
 from projection.topic import APPENDIX_MARKER
 from projection.view import ProjectionView
 from support.bridge_env import BridgeEnv, drops, wait_for
@@ -581,6 +581,24 @@ def test_an_edit_of_memory_md_through_the_mount_keeps_the_indexs_own_bytes(tmp_p
     finally:
         bridge.cli("unmount")
         force_unmount(bridge.memory_dir)
+
+
+@pytest.mark.parametrize("index", ["- [A](a.md) — a\n \t\n- [B](b.md) — b\n  \n", "- [A](a.md) — a\n\n\n",
+                                   "   \n- [A](a.md) — a\n"])
+def test_whitespace_only_lines_of_the_index_are_shown_and_saved_as_written(index):
+    """write14: the index's whitespace-only lines at its end were shown as our blank line before the footer (and an
+    edit saved them away), and one next to a section of ours was taken for our blank line by an edit. The blank
+    lines around the index are now always ours, exactly "", and the author's are kept as written."""
+    from projection.indexedit import index_from_view
+
+    disputed = [DisputedLine("a.md", "Deploys run on Fridays", "CONTESTED", "for: a.md / against: b.md")]
+    for snap in (MemorySnapshot("notes", "2026-05-01", {}, host_index=index),
+                 MemorySnapshot("notes", "2026-05-01", {}, host_index=index, disputed=disputed)):
+        shown = render_memory(snap)
+        assert index in shown
+        assert index_from_view(shown) == index
+        edited = shown.replace("- [A](a.md) — a", "- [A](a.md) — a, edited")
+        assert index_from_view(edited) == index.replace("- [A](a.md) — a", "- [A](a.md) — a, edited")
 
 
 def test_a_toml_note_missing_from_the_index_is_summarised_as_a_yaml_note_is(tmp_path):

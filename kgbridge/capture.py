@@ -1156,8 +1156,14 @@ def session_context(payload: dict, harness: str, deadline: float) -> dict | None
     if harness == Harness.CODEX and codex_memory_agent(cwd):
         return None
     project = resolve(cwd)
-    if vetoed(project) or (harness != Harness.CODEX and projection_mounted(project.memory_dir)):
+    if vetoed(project):
         return None
+    if harness != Harness.CODEX and projection_mounted(project.memory_dir):
+        # The mount is the context; what this session must still hear is an earlier edit that did not apply
+        # and was told to nobody (its session ended first: write14).
+        told = unapplied_report(ProjectState(project.slug))
+        return {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext":
+                                       f"kgbridge, about {project.memory_dir}: {told}"}} if told else None
     preface = CODEX_PREFACE if harness == Harness.CODEX else ""
     budget = context_budget(harness)
     # The child may finish after the hook stopped waiting; it still keeps what it read (a live answer

@@ -237,6 +237,20 @@ def test_an_edit_that_does_not_apply_saves_nothing_and_the_agent_is_told(env, ol
     assert len(kept) == 1 and "The words the agent meant to keep." in kept[0].read_text()
 
 
+
+def test_an_edit_that_did_not_apply_is_told_at_the_next_session_start_if_not_before(env):
+    """write14: an edit that does not apply is told at the next write in the mounted slot; a session that ends
+    first never hears it, so the next session's start says it (once)."""
+    bridge, _ = env
+    _pre_tool_use(bridge, "Edit", bridge.memory_dir / "host-note.md", old_string="a line no longer there",
+                  new_string="The words the agent meant to keep.")
+    assert bridge.cli("flush").returncode == 0
+    start = {"session_id": "s2", "cwd": str(bridge.project), "hook_event_name": "SessionStart", "source": "startup"}
+    context = json.loads(bridge.hook(start).stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "NOT APPLIED" in context and "host-note.md" in context and "The words the agent meant to keep." in context
+    assert bridge.hook(start).stdout.strip() == b"", "told once"
+
+
 def test_two_edits_in_a_row_both_count_before_the_first_is_in(env):
     """write14: the worker applied each Edit to what the mount showed; a second Edit applied before the first
     was ingested was applied to the text before the first, so the first edit was lost."""

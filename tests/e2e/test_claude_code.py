@@ -87,6 +87,7 @@ def test_claude_starts_python_for_no_pre_tool_use_when_nothing_is_mounted_and_st
     activate(claude_box)
     claude_box.claude_session("kg-e2e-gated", write(claude_box.memory_dir / "project_test_db.md", SESSION_ONE))
     assert wait_until(lambda: claude_box.sources_of(DB_FACT)[1] == {"memory:shop/project_test_db.md"}, 30)
+    claude_box.settled()  # Stop runs in the background: it may start after the write is in (and claude is gone)
     events = [s["hook_event_name"] for s in claude_box.hook_starts()]
     # PostToolUse is async and `claude -p` may end it at exit; then the detached Stop rescan captures
     assert "PreToolUse" not in events and {"SessionStart", "Stop"} <= set(events), events

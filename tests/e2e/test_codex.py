@@ -89,6 +89,7 @@ def test_codex_runs_kgbridge_hooks_once_trusted_and_status_says_what_is_missing(
     notes = {source("untrusted"), source("trusted")}
     # both notes arrive: the new one from PostToolUse, the earlier one from the Stop rescan
     assert wait_until(lambda: labelled_sources(codex_box, DB_FACT)[1] == notes, 30), codex_box.sources_of(DB_FACT)
+    codex_box.settled()  # the summary comes with a rescan, which may still be delivering it
     summary = {a["text"] for a in codex_box.assertions()}
     assert "Answers in short sentences" in summary  # memory_summary.md, Codex's own memory, captured too
 
@@ -173,6 +174,7 @@ def test_codex_starts_python_only_for_a_memory_write_and_still_captures_it(codex
     assert source_file.read_text() == "DB = 'postgres'\n" and "Noted." in done.stdout
     assert wait_until(lambda: labelled_sources(codex_box, DB_FACT)[1] == {source("gated")}, 30), \
         codex_box.sources_of(DB_FACT)
+    codex_box.settled()  # Stop runs in the background: it may start after the note is in (and Codex is gone)
     starts = codex_box.hook_starts()
     posts = [s["tool_input"]["command"] for s in starts if s["hook_event_name"] == "PostToolUse"]
     assert len(posts) == 1 and note_name("gated") in posts[0] and "app.py" not in posts[0], posts
@@ -206,6 +208,9 @@ def test_a_note_codex_writes_to_forget_a_preference_is_not_shown_as_confirming_i
     kept = "They want full explanations now"
     assert wait_until(lambda: labelled_sources(codex_box, kept)[1] == {source("forget-short-answers")}, 30), \
         codex_box.assertions()
+    # The summary comes with the SessionStart (or Stop) rescan, whose worker may deliver it after the note's
+    # (a loaded machine: the note first, the summary not yet in, and `set()` here)
+    codex_box.settled()
     assert labelled_sources(codex_box, "Answers in short sentences")[1] == {"memory:shop/memory_summary.md"}
     assert codex_box.kg("flush").returncode == 0
     codex_box.codex_session("kg-e2e-after-forget", [{"text": "Hello."}])
@@ -213,3 +218,4 @@ def test_a_note_codex_writes_to_forget_a_preference_is_not_shown_as_confirming_i
     context = re.search(r"kgbridge memory for this project.*?(?=\"})", request, re.S)
     assert context and kept in context.group(0), request[-3000:]
     assert "confirmed" not in context.group(0) and "Forget:" not in context.group(0), context.group(0)
+    codex_box.settled()  # the last session's rescan ends with the test, not after it

@@ -180,6 +180,35 @@ class AgentSandbox(BridgeEnv):
             return []
         return [json.loads(line) for line in lines if line.strip()]
 
+    def settled(self, timeout: float = 120.0) -> None:
+        """Until what the sessions' hooks started has reached the graph: no hook of this sandbox runs
+        any more (the gates' background hooks, the workers they detached) and the drop directory holds
+        no file the server has not taken in (the watcher removes a drop once it is committed). An agent
+        returns before its background hooks have run, so an assertion on what a worker delivers, or on
+        which hooks started, waits for this event first (ADR 0010, "Session 14 (flaky14)"). Generous:
+        it catches a worker that never ends, it does not time one."""
+        from support.leftovers import processes_under
+
+        def hooks() -> dict[int, str]:  # not the server, the fake model or a mount, which stay up
+            found = {}
+            for pid, shown in processes_under(self.base).items():
+                try:  # the whole command line: a gate's sh names the hook after its checks
+                    cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+                except OSError:
+                    continue  # ended meanwhile
+                if b"kgbridge-hook" in cmdline or b"kgbridge.hook" in cmdline:
+                    found[pid] = shown
+            return found
+
+        def drops() -> list[str]:
+            try:
+                return sorted(p.name for p in self.ingest.iterdir() if not p.name.startswith("."))
+            except FileNotFoundError:
+                return []
+
+        if not wait_until(lambda: not hooks() and not drops(), timeout, interval=0.05):
+            raise AssertionError(f"not settled after {timeout} s: hooks {hooks()}, drops {drops()[:5]}")
+
     def assertions(self) -> list[dict]:
         """The ontology's assertions with labels and sources, from the server (a CLI run costs ~1 s)."""
         assert self.server_url, "start a server first"

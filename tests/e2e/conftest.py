@@ -33,15 +33,23 @@ def codex_box(tmp_path: Path) -> Iterator[AgentSandbox]:
 
 @pytest.fixture
 def serve() -> Iterator[object]:
-    """Call with a sandbox to start `kgbridge serve` on its root; stopped at teardown."""
+    """Call with a sandbox to start `kgbridge serve` on its root; stopped at teardown, once what the
+    sandbox's hooks started in the background has ended (while the server is still there to take it:
+    a worker facing a stopped server would back off for minutes, then be stopped by the sweep)."""
     started: list[ServerProcess] = []
+    boxes: list[AgentSandbox] = []
 
     def start(box: AgentSandbox) -> ServerProcess:
         box.root.mkdir(exist_ok=True)
         started.append(ServerProcess(box.root).start())
         box.server_url = started[-1].url
+        boxes.append(box)
         return started[-1]
 
     yield start
-    for server in started:
-        server.stop()
+    try:
+        for box in boxes:
+            box.settled()
+    finally:
+        for server in started:
+            server.stop()

@@ -218,4 +218,3 @@ def test_a_note_codex_writes_to_forget_a_preference_is_not_shown_as_confirming_i
     context = re.search(r"kgbridge memory for this project.*?(?=\"})", request, re.S)
     assert context and kept in context.group(0), request[-3000:]
     assert "confirmed" not in context.group(0) and "Forget:" not in context.group(0), context.group(0)
-    codex_box.settled()  # the last session's rescan ends with the test, not after it

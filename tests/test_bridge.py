@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,10 +27,13 @@ def bridge(tmp_path: Path) -> BridgeEnv:
 
 
 @pytest.fixture
-def active(bridge: BridgeEnv) -> BridgeEnv:
+def active(bridge: BridgeEnv) -> Iterator[BridgeEnv]:
     result = bridge.cli("activate")
     assert result.returncode == 0, result.stderr
-    return bridge
+    yield bridge
+    # A drop-directory project needs no server, so what its hooks detached (a SessionStart rescan, a
+    # Stop's delivery) finishes on its own: wait for it here rather than leave it to the leftovers sweep.
+    bridge.wait_detached()
 
 
 @pytest.mark.parametrize(("edit", "after"), [

@@ -129,7 +129,10 @@ def test_unmount_cleans_up_an_orphaned_mount(env):
     assert wait_for(lambda: not _running(pid), timeout=60), "a SIGKILLed daemon still runs"
     with pytest.raises(OSError) as caught:
         os.listdir(bridge.memory_dir)
-    assert caught.value.errno == errno.ENOTCONN
+    # The kernel says the connection is gone either way: ENOTCONN for a request made after it aborted the
+    # connection, ECONNABORTED for one it had already queued when the dead daemon's /dev/fuse was released
+    # (seen in a clean CI run: the process had exited, its file descriptors not yet closed).
+    assert caught.value.errno in (errno.ENOTCONN, errno.ECONNABORTED), caught.value
     assert bridge.cli("unmount").returncode == 0
     assert {p.name: p.read_bytes() for p in bridge.memory_dir.iterdir()} == before
 
